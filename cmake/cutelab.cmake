@@ -1,0 +1,68 @@
+# Toolchain, dependencies and the one helper every kernel version uses.
+
+find_program(CUTELAB_CCACHE ccache)
+if(CUTELAB_CCACHE)
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CUTELAB_CCACHE})
+  set(CMAKE_CUDA_COMPILER_LAUNCHER ${CUTELAB_CCACHE})
+endif()
+
+find_package(CUDAToolkit 12.4 REQUIRED)
+# CMake 3.25 does not know nvcc's C++20 flag (added in 3.26); nvcc 12+ accepts -std=c++20.
+if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+endif()
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(GTest REQUIRED)
+find_package(Threads REQUIRED)
+
+# CUTLASS/CuTe headers: the nvidia-cutlass wheel installed by scripts/bootstrap, unless the
+# user points CUTELAB_CUTLASS_DIR at a checkout of their own (its include/ and tools/util/include).
+set(CUTELAB_CUTLASS_DIR "${PROJECT_SOURCE_DIR}/.deps/python/cutlass_library/source"
+    CACHE PATH "CUTLASS source tree (holding include/ and tools/util/include/)")
+if(NOT EXISTS "${CUTELAB_CUTLASS_DIR}/include/cute/tensor.hpp")
+  message(FATAL_ERROR "CuTe headers not found under CUTELAB_CUTLASS_DIR=${CUTELAB_CUTLASS_DIR}. "
+                      "Run scripts/bootstrap, or pass -DCUTELAB_CUTLASS_DIR=<your CUTLASS checkout>.")
+endif()
+add_library(cutelab_cutlass INTERFACE)
+target_include_directories(cutelab_cutlass SYSTEM INTERFACE
+  "${CUTELAB_CUTLASS_DIR}/include" "${CUTELAB_CUTLASS_DIR}/tools/util/include"
+  # Host (non-nvcc) translation units that include CUTLASS headers need CCCL with CUDA 13.
+  "${CUDAToolkit_INCLUDE_DIRS}/cccl")
+
+# One token per -gencode: CMake de-duplicates repeated options, which would drop the second
+# bare "-gencode" and leave nvcc with a stray argument.
+set(CUTELAB_CUDA_ARCH_FLAGS_SM90A -gencode=arch=compute_90a,code=sm_90a)
+set(CUTELAB_CUDA_ARCH_FLAGS_PORTABLE -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90a,code=sm_90a)
+
+set(CUTELAB_CUDA_COMMON_FLAGS --expt-relaxed-constexpr --expt-extended-lambda -lineinfo
+    -Xcompiler=-fno-strict-aliasing)
+option(CUTELAB_PTXAS_VERBOSE "Print ptxas resource usage (-Xptxas -v) for kernels" OFF)
+if(CUTELAB_PTXAS_VERBOSE)
+  list(APPEND CUTELAB_CUDA_COMMON_FLAGS -Xptxas=-v)
+endif()
+
+# Every kernel version is one object library added to the cutelab_kernels shared library.
+#   cutelab_add_kernel(NAME <target> ARCH sm90a|portable SOURCES <files...>)
+set_property(GLOBAL PROPERTY CUTELAB_KERNEL_OBJECTS "")
+function(cutelab_add_kernel)
+  cmake_parse_arguments(K "" "NAME;ARCH" "SOURCES" ${ARGN})
+  if(NOT K_NAME OR NOT K_SOURCES)
+    message(FATAL_ERROR "cutelab_add_kernel needs NAME and SOURCES")
+  endif()
+  if(K_ARCH STREQUAL "portable")
+    set(arch_flags ${CUTELAB_CUDA_ARCH_FLAGS_PORTABLE})
+  elseif(K_ARCH STREQUAL "sm90a" OR NOT K_ARCH)
+    set(arch_flags ${CUTELAB_CUDA_ARCH_FLAGS_SM90A})
+  else()
+    message(FATAL_ERROR "cutelab_add_kernel(${K_NAME}): unknown ARCH '${K_ARCH}'")
+  endif()
+  add_library(${K_NAME} OBJECT ${K_SOURCES})
+  target_link_libraries(${K_NAME} PRIVATE cutelab_runtime cutelab_cutlass)
+  target_include_directories(${K_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/kernels)
+  set_target_properties(${K_NAME} PROPERTIES CUDA_ARCHITECTURES OFF CUDA_SEPARABLE_COMPILATION OFF)
+  target_compile_options(${K_NAME} PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:${arch_flags} ${CUTELAB_CUDA_COMMON_FLAGS}>)
+  set_property(GLOBAL APPEND PROPERTY CUTELAB_KERNEL_OBJECTS ${K_NAME})
+endfunction()

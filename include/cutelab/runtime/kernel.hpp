@@ -1,0 +1,50 @@
+#pragma once
+// A planned kernel: everything needed to launch it on a stream, with what it needs and costs.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cutelab/runtime/device.hpp"
+
+namespace cutelab {
+
+// Algorithmic cost: each input read once, each output written once.
+struct Cost {
+  double flops = 0;
+  double bytes = 0;
+};
+
+// Resources of one compiled __global__ function as launched.
+struct FunctionResources {
+  std::string name;
+  int registers = 0;
+  std::size_t static_smem = 0;
+  std::size_t dynamic_smem = 0;
+  std::size_t local_bytes = 0;  // per-thread local memory: spills or stack
+  int block_threads = 0;
+  int binary_version = 0;  // SASS version the function was compiled for (90 = sm_90)
+
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+// Reads the compiled function's attributes; throws CudaError (cudaErrorInvalidDeviceFunction
+// or cudaErrorNoKernelImageForDevice) when there is no binary for this device.
+[[nodiscard]] FunctionResources read_resources(const void* func, std::string name, int block_threads,
+                                               std::size_t dynamic_smem);
+
+struct Kernel {
+  std::string name;    // registry name "cute/mla_decode/paged_sm90/v1"
+  std::string config;  // config name "m64_n64_stages2"
+  ArchRequirement arch;
+  std::function<void(cudaStream_t)> launch;  // launches everything one call does
+  std::vector<FunctionResources> resources;  // one per __global__ it launches
+  Cost cost;
+};
+
+}  // namespace cutelab

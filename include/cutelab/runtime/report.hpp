@@ -1,0 +1,60 @@
+#pragma once
+// Terminal tables and number formatting shared by every command.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cutelab/runtime/tuner.hpp"
+
+namespace cutelab {
+
+class Table {
+ public:
+  enum class Align { left, right };
+  void add_column(std::string header, Align align = Align::right);
+  void add_row(std::vector<std::string> cells);
+  [[nodiscard]] std::string render() const;  // aligned, with a header rule
+
+ private:
+  std::vector<std::string> headers_;
+  std::vector<Align> aligns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+[[nodiscard]] std::string format_fixed(double v, int digits);
+[[nodiscard]] std::string format_bytes(double bytes);  // "1.50 GiB"
+[[nodiscard]] std::string format_percent(double fraction);  // "87.3%"
+
+// The report of one run: what ran, its check, its numbers against the ceilings.
+[[nodiscard]] std::string render_run(const RunResult& r);
+// One row per run, for suites.
+[[nodiscard]] std::string render_suite(const std::vector<RunResult>& runs);
+
+// A published time for the same problem on the same device, to compare with (suite files carry
+// them per device name, each with its source).
+struct Anchor {
+  double us = 0;
+  std::string source;
+};
+// As above, with an anchor per run (nothing where none exists for this device): adds the
+// anchor's µs and the speedup anchor/ours.
+[[nodiscard]] std::string render_suite(const std::vector<RunResult>& runs,
+                                       const std::vector<std::optional<Anchor>>& anchors);
+
+// A progress line on stderr, rewritten in place on a terminal, one line per update otherwise.
+class ProgressLine {
+ public:
+  ProgressLine();
+  void update(const std::string& text);
+  void done();
+  [[nodiscard]] ProgressFn fn();
+
+ private:
+  bool tty_;
+  std::size_t last_len_ = 0;
+  std::string last_text_;    // off a terminal: repeated updates are dropped
+  double last_print_s_ = 0;  // and a burst of updates on one step is thinned out
+};
+
+}  // namespace cutelab

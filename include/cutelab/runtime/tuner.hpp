@@ -1,0 +1,74 @@
+#pragma once
+// Tuning and the end-to-end run: arch gate, configs validated and timed, each checked against
+// the reference, winner cached; then check and measurement of the chosen config.
+
+#include <cuda_runtime_api.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cutelab/runtime/cache.hpp"
+#include "cutelab/runtime/ceilings.hpp"
+#include "cutelab/runtime/check.hpp"
+#include "cutelab/runtime/clocks.hpp"
+#include "cutelab/runtime/plan.hpp"
+#include "cutelab/runtime/timing.hpp"
+
+namespace cutelab {
+
+struct ConfigOutcome {
+  enum class Status { ok, invalid, launch_failed, check_failed, not_run };
+  ConfigDesc config;
+  Status status = Status::not_run;
+  std::string reason;  // why it was skipped or failed
+  std::optional<TimingStats> timing;
+  std::vector<CheckResult> checks;
+
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+[[nodiscard]] const char* status_name(ConfigOutcome::Status s) noexcept;
+
+struct RunOptions {
+  bool check = true;
+  bool tune = false;                  // time every valid config (else: cache, then first valid)
+  std::optional<std::string> config;  // force a config by name
+  std::uint64_t seed = 1;
+  bool measure = true;
+  bool annotate = false;              // NVTX ranges per phase
+  TimingOptions timing;
+  std::string cache_dir;              // TuneCache::default_dir() when empty
+};
+
+struct RunResult {
+  enum class Status { ok, skipped, check_failed, error };
+  Status status = Status::ok;
+  std::string message;  // the skip reason or the error
+  std::string kernel;
+  Problem problem;
+  DeviceInfo device;
+  std::vector<ConfigOutcome> tuning;  // every config considered (tuning only)
+  std::string config_source;          // "forced", "tuned", "cache", "first valid"
+  std::optional<ConfigDesc> config;
+  std::vector<FunctionResources> resources;
+  std::vector<CheckResult> checks;
+  std::optional<TimingStats> timing;
+  Cost cost;
+  std::optional<Ceilings> ceilings;
+  ClockSummary clocks;
+  std::vector<std::string> warnings;  // e.g. a corrupt tuning cache that was moved aside
+
+  [[nodiscard]] bool passed() const noexcept { return status == Status::ok; }
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+[[nodiscard]] const char* status_name(RunResult::Status s) noexcept;
+
+// Never throws for problems of the kernel (they land in the result); throws UsageError for
+// bad problems or options.
+[[nodiscard]] RunResult run_kernel(const KernelPlan& plan, const Problem& problem, const DeviceInfo& dev,
+                                   const RunOptions& options, const std::optional<Ceilings>& ceilings,
+                                   const ProgressFn& progress = {});
+
+}  // namespace cutelab

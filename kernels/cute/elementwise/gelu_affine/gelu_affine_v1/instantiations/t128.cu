@@ -1,0 +1,7 @@
+#include "cute/elementwise/gelu_affine/gelu_affine_v1/launch.cuh"
+
+namespace cutelab::elementwise::gelu_affine_v1 {
+template PlannedLaunch plan_launch<128, 1>(const Args&, GridMode, const DeviceInfo&);
+template PlannedLaunch plan_launch<128, 2>(const Args&, GridMode, const DeviceInfo&);
+template PlannedLaunch plan_launch<128, 4>(const Args&, GridMode, const DeviceInfo&);
+}  // namespace cutelab::elementwise::gelu_affine_v1

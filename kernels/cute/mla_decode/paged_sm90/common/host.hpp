@@ -1,0 +1,65 @@
+#pragma once
+// Host side every paged_sm90 version shares, free of CuTe: tuning knobs, scratch sized once,
+// kernel parameters and the KV tensor map of a call, and the runner that launches
+// schedule -> the version's main kernel -> combine.
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cute/mla_decode/paged_sm90/common/params.hpp"
+#include "cutelab/runtime/device.hpp"
+#include "cutelab/runtime/kernel.hpp"
+#include "cutelab/runtime/tensor.hpp"
+#include "mla_decode/common/args.hpp"
+
+namespace cutelab::mla::paged_sm90 {
+
+inline constexpr int kBlockM = 64;    // packed query rows per CTA (every version)
+inline constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
+
+// Run-time knobs the tuner varies (no recompilation).
+struct TuneConfig {
+  int fixed_overhead_blocks = 5;  // schedule: cost of a request piece beyond its KV blocks
+  bool kv_evict_first = true;     // L2 hint on streamed KV tiles
+
+  [[nodiscard]] std::string name() const;
+};
+
+// Scratch and launch geometry, sized when the plan is made.
+struct LaunchState {
+  LaunchState(const MlaDecodeDims& dims, const DeviceInfo& dev, const TuneConfig& config);
+
+  MlaDecodeDims dims;  // the largest batch served; heads, s_q and dtype must match every call
+  TuneConfig config;
+  int m_tiles = 0;
+  int num_parts = 0;
+  DeviceBuffer parts, requests, partial_out, partial_lse;
+};
+
+// One version's main kernel for one element type.
+struct MainKernel {
+  const char* name = "";
+  const void* function = nullptr;
+  std::size_t shared_bytes = 0;
+  void (*launch)(const Params&, const CUtensorMap&, dim3 grid, cudaStream_t) = nullptr;
+};
+
+// The host API object of a version: validates (host-side checks only) and launches.
+class Runner {
+ public:
+  Runner(const MlaDecodeDims& dims, const DeviceInfo& dev, const TuneConfig& config, MainKernel main);
+  void run(const MlaDecodeArgs& args, cudaStream_t stream) const;
+  [[nodiscard]] std::vector<FunctionResources> resources() const;
+  [[nodiscard]] std::size_t scratch_bytes() const;
+
+ private:
+  std::shared_ptr<LaunchState> state_;
+  MainKernel main_;
+};
+
+}  // namespace cutelab::mla::paged_sm90

@@ -1,0 +1,78 @@
+#pragma once
+// The KernelPlan every paged_sm90 version uses: same tuning knobs, same validation, the same
+// Runner; a version supplies its name, summary, main-kernel table and resource needs.
+//
+//   struct Version {
+//     static KernelId id();  static std::string summary();
+//     static paged_sm90::MainKernel main_kernel(DType);
+//     static constexpr int kRegistersPerSm;   // after setmaxnreg
+//     static constexpr int kStages;
+//   };
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cute/mla_decode/paged_sm90/common/host.hpp"
+#include "mla_decode/common/plan_base.hpp"
+
+namespace cutelab::mla::paged_sm90 {
+
+template <class Version>
+struct PlanConfig {
+  TuneConfig tune;
+
+  [[nodiscard]] std::string name() const { return tune.name(); }
+  [[nodiscard]] nlohmann::json to_json() const {
+    return {{"fixed_overhead_blocks", tune.fixed_overhead_blocks},
+            {"kv_evict_first", tune.kv_evict_first},
+            {"block_m", kBlockM},
+            {"threads", kThreads},
+            {"stages", Version::kStages}};
+  }
+  [[nodiscard]] std::optional<std::string> validate(const MlaDecodeProblem& p, const DeviceInfo& dev) const {
+    if (p.dtype != DType::bf16 && p.dtype != DType::f16)
+      return concat("dtype ", dtype_name(p.dtype), " is not supported (bf16, f16)");
+    const std::size_t smem = Version::main_kernel(p.dtype).shared_bytes;
+    if (smem > dev.smem_per_block_optin)
+      return concat("needs ", smem, " B of shared memory per block, the device allows ", dev.smem_per_block_optin);
+    if (Version::kRegistersPerSm > dev.regs_per_sm)
+      return concat("needs ", Version::kRegistersPerSm, " registers per SM after setmaxnreg, the device has ",
+                    dev.regs_per_sm);
+    if (dev.sm_count < 1) return std::string("device reports no SMs");
+    if (tune.fixed_overhead_blocks < 0) return concat("fixed_overhead_blocks ", tune.fixed_overhead_blocks, " < 0");
+    return std::nullopt;
+  }
+};
+
+template <class Version>
+class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>> {
+  using Config = PlanConfig<Version>;
+
+ public:
+  [[nodiscard]] KernelId id() const override { return Version::id(); }
+  [[nodiscard]] ArchRequirement arch() const override { return {9, 0, true}; }
+  [[nodiscard]] std::string summary() const override { return Version::summary(); }
+
+ protected:
+  [[nodiscard]] std::vector<Config> make_configs(const MlaDecodeProblem&, const DeviceInfo&) const override {
+    std::vector<Config> configs;
+    for (bool evict_first : {true, false})
+      for (int fixed : {2, 5, 8}) configs.push_back(Config{TuneConfig{fixed, evict_first}});
+    return configs;
+  }
+
+  [[nodiscard]] Kernel make_kernel(const MlaDecodeProblem&, const Config& c, MlaDecodeWorkspace& ws,
+                                   const DeviceInfo& dev) const override {
+    // Checked once here (reads seqlens and block ids); the launch path itself never syncs.
+    const MlaDecodeDims dims = checked_dims(ws);
+    auto runner = std::make_shared<const Runner>(dims, dev, c.tune, Version::main_kernel(dims.dtype));
+    Kernel k;
+    k.launch = [runner, args = ws.args()](cudaStream_t stream) { runner->run(args, stream); };
+    k.resources = runner->resources();
+    return k;
+  }
+};
+
+}  // namespace cutelab::mla::paged_sm90

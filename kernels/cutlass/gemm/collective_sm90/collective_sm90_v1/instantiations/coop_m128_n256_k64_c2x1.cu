@@ -1,0 +1,2 @@
+#include "cutlass/gemm/collective_sm90/collective_sm90_v1/launch.cuh"
+template cutelab::Kernel cutelab::gemm::collective_sm90_v1::build_kernel<cutelab::gemm::collective_sm90_v1::CoopM128N256C2>(const cutelab::gemm::GemmOperands&, const cutelab::gemm::collective_sm90_v1::Config&, const cutelab::DeviceInfo&);

@@ -1,0 +1,168 @@
+#include "mla_decode/common/problem.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "cutelab/core/error.hpp"
+#include "cutelab/core/math.hpp"
+
+namespace cutelab::mla {
+
+namespace {
+
+constexpr int kMaxSeqlen = 131072;  // 128K tokens, the longest request the family supports
+// Device memory a problem may ask for. Beyond this the run would not fit next to the
+// reference and the L2 flush buffer on an 80 GB part, so it is refused up front.
+constexpr double kMemoryCapBytes = 64.0 * (1ull << 30);
+
+ParamSpec integer_param(std::string name, std::string help, std::int64_t def, std::int64_t lo, std::int64_t hi) {
+  ParamSpec s;
+  s.name = std::move(name);
+  s.help = std::move(help);
+  s.kind = ParamSpec::Kind::integer;
+  s.default_value = std::to_string(def);
+  s.min = lo;
+  s.max = hi;
+  return s;
+}
+
+ParamSpec bool_param(std::string name, std::string help) {
+  ParamSpec s;
+  s.name = std::move(name);
+  s.help = std::move(help);
+  s.kind = ParamSpec::Kind::boolean;
+  s.default_value = "false";
+  return s;
+}
+
+Family make_family() {
+  Family f;
+  f.name = "mla_decode";
+  f.description =
+      "DeepSeek-style MLA decode (absorbed, d_qk 576, d_v 512) over a paged KV cache of 64-token pages";
+  f.params = {
+      integer_param("b", "requests in the batch", 128, 1, 1024),
+      integer_param("s", "query tokens per request (s_q)", 1, 1, 8),
+      integer_param("t", "KV sequence length per request (the mean with --varlen)", 4096, 1, kMaxSeqlen),
+      integer_param("h", "query heads (h_q)", 128, 1, 128),
+      integer_param("hkv", "KV heads (h_kv); h must be a multiple of it", 1, 1, 8),
+      bool_param("varlen", "draw lengths per request from N(t, t/2), clipped to [s, 131072]"),
+      bool_param("causal", "query i of a request sees the first seqlen - s + i + 1 keys"),
+  };
+  ParamSpec dtype;
+  dtype.name = "dtype";
+  dtype.help = "element type of q, the KV cache and out";
+  dtype.kind = ParamSpec::Kind::choice;
+  dtype.default_value = "bf16";
+  dtype.choices = {"bf16", "f16"};
+  f.params.push_back(std::move(dtype));
+  // Small enough for compute-sanitizer, yet covering causal masking, variable lengths with a
+  // partly filled last page, and a head group larger than one.
+  f.sanitize_problem = {{"b", "2"},       {"s", "2"},         {"t", "200"},      {"h", "16"},
+                        {"hkv", "1"},     {"varlen", "true"}, {"causal", "true"}, {"dtype", "bf16"}};
+  return f;
+}
+
+// Device bytes a problem needs: KV pages (lengths rounded up to pages, the varlen tail
+// allowed for), q, out, lse and the fp32 reference copies of out and lse.
+double estimated_device_bytes(const MlaDecodeProblem& p) {
+  const double elem = static_cast<double>(dtype_size(p.dtype));
+  const double tokens_per_request = (p.varlen ? 1.1 * p.t : p.t) + kPageSize;
+  const double kv = p.b * tokens_per_request * p.h_kv * kHeadDimQK * elem;
+  const double rows = static_cast<double>(p.b) * p.s_q * p.h_q;
+  const double q = rows * kHeadDimQK * elem;
+  const double out = rows * kHeadDimV * (elem + 4.0) + rows * 8.0;
+  return kv + q + out;
+}
+
+}  // namespace
+
+const Family& MlaDecodeProblem::family() {
+  static const Family f = make_family();
+  return f;
+}
+
+MlaDecodeProblem MlaDecodeProblem::from(const Problem& p) {
+  CUTELAB_REQUIRE(p.family() == "mla_decode", "problem: expected family mla_decode, got ", p.family());
+  MlaDecodeProblem m;
+  m.b = static_cast<int>(p.integer("b"));
+  m.s_q = static_cast<int>(p.integer("s"));
+  m.t = static_cast<int>(p.integer("t"));
+  m.h_q = static_cast<int>(p.integer("h"));
+  m.h_kv = static_cast<int>(p.integer("hkv"));
+  m.varlen = p.boolean("varlen");
+  m.causal = p.boolean("causal");
+  const std::string& dt = p.choice("dtype");
+  const std::optional<DType> parsed = parse_dtype(dt);
+  CUTELAB_REQUIRE(parsed && (*parsed == DType::bf16 || *parsed == DType::f16),
+                  "dtype: expected bf16 or f16, got ", dt);
+  m.dtype = *parsed;
+
+  // make_problem enforces the bounds for text input; a Problem built in code may not have.
+  CUTELAB_REQUIRE(m.b >= 1 && m.b <= 1024, "b: expected 1..1024, got ", m.b);
+  CUTELAB_REQUIRE(m.s_q >= 1 && m.s_q <= 8, "s: expected 1..8, got ", m.s_q);
+  CUTELAB_REQUIRE(m.t >= 1 && m.t <= kMaxSeqlen, "t: expected 1..", kMaxSeqlen, ", got ", m.t);
+  CUTELAB_REQUIRE(m.h_q >= 1 && m.h_q <= 128, "h: expected 1..128, got ", m.h_q);
+  CUTELAB_REQUIRE(m.h_kv >= 1 && m.h_kv <= 8, "hkv: expected 1..8, got ", m.h_kv);
+  CUTELAB_REQUIRE(m.h_q % m.h_kv == 0, "h (", m.h_q, ") must be a multiple of hkv (", m.h_kv, ")");
+
+  const double need = estimated_device_bytes(m);
+  CUTELAB_REQUIRE(need <= kMemoryCapBytes, "b=", m.b, " and t=", m.t, " with hkv=", m.h_kv, " need about ",
+                  std::llround(need / (1ull << 30)), " GiB of device memory, more than the ",
+                  std::llround(kMemoryCapBytes / (1ull << 30)), " GiB cap: lower b or t");
+  return m;
+}
+
+MlaDecodeCase MlaDecodeCase::from_problem(const MlaDecodeProblem& p, std::uint64_t seed) {
+  MlaDecodeCase c;
+  c.b = p.b;
+  c.s_q = p.s_q;
+  c.h_q = p.h_q;
+  c.h_kv = p.h_kv;
+  c.causal = p.causal;
+  c.dtype = p.dtype;
+  c.seqlens.assign(static_cast<std::size_t>(p.b), p.t);
+  if (p.varlen) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> dist(p.t, p.t / 2.0);
+    for (int& len : c.seqlens) {
+      const double x = std::round(dist(rng));
+      len = static_cast<int>(std::clamp(x, static_cast<double>(p.s_q), static_cast<double>(kMaxSeqlen)));
+    }
+  }
+  return c;
+}
+
+float MlaDecodeCase::scale() const {
+  return softmax_scale != 0 ? softmax_scale : 1.0f / std::sqrt(static_cast<float>(kHeadDimQK));
+}
+
+double MlaDecodeCase::mean_seqlen() const {
+  if (seqlens.empty()) return 0;
+  const double total = std::accumulate(seqlens.begin(), seqlens.end(), 0.0);
+  return total / static_cast<double>(seqlens.size());
+}
+
+int MlaDecodeCase::blocks_per_seq() const {
+  if (max_blocks_per_seq > 0) return max_blocks_per_seq;
+  int longest = 0;
+  for (int len : seqlens) longest = std::max(longest, len);
+  // At least one column, so that the block table is never an empty tensor.
+  return std::max(1, ceil_div(longest, kPageSize));
+}
+
+double mla_flops(const MlaDecodeCase& c) {
+  return static_cast<double>(c.b) * c.s_q * c.h_q * c.mean_seqlen() * 2.0 * (kHeadDimQK + kHeadDimV);
+}
+
+double mla_bytes(const MlaDecodeCase& c) {
+  const double kv_bytes = static_cast<double>(dtype_size(c.dtype));
+  const double q = static_cast<double>(c.s_q) * c.h_q * kHeadDimQK * 2;
+  const double kv = c.mean_seqlen() * c.h_kv * kHeadDimQK * kv_bytes;
+  const double out = static_cast<double>(c.s_q) * c.h_q * kHeadDimV * 2;
+  return static_cast<double>(c.b) * (q + kv + out);
+}
+
+}  // namespace cutelab::mla

@@ -1,0 +1,158 @@
+#include "mla_decode/split/schedule.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cub/block/block_scan.cuh>
+
+#include "cutelab/core/error.hpp"
+#include "mla_decode/common/problem.hpp"
+
+namespace cutelab::mla {
+namespace {
+
+constexpr int kScheduleThreads = kScheduleMaxBatch;
+
+__global__ void __launch_bounds__(kScheduleThreads)
+split_schedule_kernel(const int* __restrict__ seqlens, int b, SplitSchedule s) {
+  using Scan = cub::BlockScan<int, kScheduleThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ int cost_end[kScheduleThreads];  // inclusive prefix of costs
+  __shared__ int total_cost;
+
+  const int i = threadIdx.x;
+  const int len = i < b ? seqlens[i] : 0;
+  const int n = (max(len, 0) + kPageSize - 1) / kPageSize;
+  const int cost = n > 0 ? n + s.fixed_overhead_blocks : 0;
+  int begin = 0, total = 0;
+  Scan(scan_storage).ExclusiveSum(cost, begin, total);
+  cost_end[i] = begin + cost;
+  if (i == 0) total_cost = total;
+  __syncthreads();
+
+  const int per_part = max(1, (total_cost + s.num_parts - 1) / s.num_parts);
+
+  // Part p starts at the first block whose position on the cost line is >= p * per_part.
+  for (int p = i; p <= s.num_parts; p += kScheduleThreads) {
+    const int pos = p * per_part;
+    int lo = 0, hi = b;  // first request whose cost range ends after pos
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (cost_end[mid] > pos) hi = mid; else lo = mid + 1;
+    }
+    int req = lo, blk = 0;
+    if (req < b) {
+      const int req_begin = (req == 0 ? 0 : cost_end[req - 1]);
+      blk = max(0, pos - req_begin - s.fixed_overhead_blocks);
+    }
+    if (p < s.num_parts) { s.parts[p].begin_req = req; s.parts[p].begin_blk = blk; }
+    if (p > 0) { s.parts[p - 1].end_req = req; s.parts[p - 1].end_blk = blk; }
+  }
+
+  int first_part = 0, num_splits = 0;
+  if (n > 0) {
+    const int first_pos = begin + s.fixed_overhead_blocks;
+    first_part = first_pos / per_part;
+    num_splits = (first_pos + n - 1) / per_part - first_part + 1;
+  }
+  __syncthreads();  // scan_storage is reused
+  int offset = 0, unused = 0;
+  Scan(scan_storage).ExclusiveSum(num_splits > 1 ? num_splits : 0, offset, unused);
+  if (i < b) s.requests[i] = RequestSplit{num_splits, offset, first_part, n};
+}
+
+template <class Element>
+__device__ __forceinline__ void store_out(Element* out, int idx, float4 v);
+template <>
+__device__ __forceinline__ void store_out<__nv_bfloat16>(__nv_bfloat16* out, int idx, float4 v) {
+  __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+  uint2 packed{*reinterpret_cast<uint32_t*>(&lo), *reinterpret_cast<uint32_t*>(&hi)};
+  *reinterpret_cast<uint2*>(out + idx) = packed;
+}
+template <>
+__device__ __forceinline__ void store_out<__half>(__half* out, int idx, float4 v) {
+  __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
+  uint2 packed{*reinterpret_cast<uint32_t*>(&lo), *reinterpret_cast<uint32_t*>(&hi)};
+  *reinterpret_cast<uint2*>(out + idx) = packed;
+}
+
+constexpr int kCombineWarps = 4;
+
+// One warp per (request, kv head, packed query row); each lane owns 16 of the 512 columns.
+template <class Element>
+__global__ void __launch_bounds__(kCombineWarps * 32)
+split_combine_kernel(CombineArgs a) {
+  const int req = blockIdx.x;
+  const RequestSplit rs = a.requests[req];
+  if (rs.num_splits == 1) return;
+
+  const int heads_per_kv = a.h_q / a.h_kv;
+  const int rows = a.s_q * heads_per_kv;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int flat = blockIdx.y * kCombineWarps + warp;  // kv_head * rows + row
+  if (flat >= a.h_kv * rows) return;
+  const int kv_head = flat / rows, row = flat % rows;
+  const int s = row / heads_per_kv, head = kv_head * heads_per_kv + row % heads_per_kv;
+
+  Element* out = static_cast<Element*>(a.out) + ((static_cast<int64_t>(req) * a.s_q + s) * a.h_q + head) * kHeadDimV;
+  float* lse_out = a.lse + (static_cast<int64_t>(req) * a.h_q + head) * a.s_q + s;
+
+  float max_lse = -INFINITY;
+  for (int k = 0; k < rs.num_splits; ++k) {
+    const int64_t slot = rs.split_offset + k;
+    max_lse = fmaxf(max_lse, a.partials.lse[(slot * a.h_kv + kv_head) * a.partials.rows_per_head + row]);
+  }
+  float4 acc[4] = {};
+  float sum = 0.f;
+  if (max_lse != -INFINITY) {
+    for (int k = 0; k < rs.num_splits; ++k) {
+      const int64_t slot_row = (static_cast<int64_t>(rs.split_offset + k) * a.h_kv + kv_head) * a.partials.rows_per_head + row;
+      const float w = __expf(a.partials.lse[slot_row] - max_lse);
+      sum += w;
+      const float4* part = reinterpret_cast<const float4*>(a.partials.out + slot_row * kHeadDimV);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float4 v = part[j * 32 + lane];
+        acc[j].x += w * v.x; acc[j].y += w * v.y; acc[j].z += w * v.z; acc[j].w += w * v.w;
+      }
+    }
+  }
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float4 v{acc[j].x * inv, acc[j].y * inv, acc[j].z * inv, acc[j].w * inv};
+    store_out<Element>(out, (j * 32 + lane) * 4, v);
+  }
+  // A row that saw no key at all (length 0, or causal with nothing visible) has lse +inf.
+  if (lane == 0) *lse_out = sum > 0.f ? max_lse + __logf(sum) : INFINITY;
+}
+
+}  // namespace
+
+void launch_split_schedule(const int* seqlens, int b, const SplitSchedule& s, cudaStream_t stream) {
+  CUTELAB_REQUIRE(b >= 1 && b <= kScheduleMaxBatch, "split schedule: b = ", b, " outside [1, ", kScheduleMaxBatch, "]");
+  CUTELAB_REQUIRE(s.num_parts >= 1 && s.num_parts < kScheduleThreads, "split schedule: num_parts = ", s.num_parts);
+  split_schedule_kernel<<<1, kScheduleThreads, 0, stream>>>(seqlens, b, s);
+  CUTELAB_CUDA_LAUNCH();
+}
+
+void launch_split_combine(const CombineArgs& a, cudaStream_t stream) {
+  const int rows = a.s_q * (a.h_q / a.h_kv);
+  const dim3 grid(a.b, (a.h_kv * rows + kCombineWarps - 1) / kCombineWarps);
+  if (a.dtype == DType::bf16)
+    split_combine_kernel<__nv_bfloat16><<<grid, kCombineWarps * 32, 0, stream>>>(a);
+  else if (a.dtype == DType::f16)
+    split_combine_kernel<__half><<<grid, kCombineWarps * 32, 0, stream>>>(a);
+  else
+    throw UsageError(concat("split combine: unsupported dtype ", dtype_name(a.dtype)));
+  CUTELAB_CUDA_LAUNCH();
+}
+
+std::vector<FunctionResources> split_kernel_resources(DType dtype) {
+  const void* combine = dtype == DType::f16 ? reinterpret_cast<const void*>(&split_combine_kernel<__half>)
+                                            : reinterpret_cast<const void*>(&split_combine_kernel<__nv_bfloat16>);
+  return {read_resources(reinterpret_cast<const void*>(&split_schedule_kernel), "split_schedule", kScheduleThreads, 0),
+          read_resources(combine, "split_combine", kCombineWarps * 32, 0)};
+}
+
+}  // namespace cutelab::mla

@@ -1,0 +1,72 @@
+#pragma once
+// Split-KV schedule for MLA decode, computed on the GPU from seqlens (no host round trip, so a
+// decode step can be captured in a CUDA graph), and the combine step that merges split pieces.
+//
+// The work of all requests is laid on one line: request i costs n_i KV blocks plus a fixed
+// overhead F (its Q load, its epilogue), requests of length 0 cost nothing. The line is cut into
+// `num_parts` equal parts; part p processes the blocks whose position falls in
+// [p*P, (p+1)*P). A request cut by a part boundary is "split": each of its pieces writes fp32
+// partial output + lse into a slot, and the combine kernel merges them. Unsplit requests are
+// written directly by the main kernel. Pieces of split requests number at most 2 * num_parts.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include <vector>
+
+#include "cutelab/core/dtype.hpp"
+#include "cutelab/runtime/kernel.hpp"
+
+namespace cutelab::mla {
+
+struct PartInfo {
+  int begin_req, begin_blk;  // first block of the part
+  int end_req, end_blk;      // first block after it
+};
+
+struct RequestSplit {
+  int num_splits;    // pieces; 0 for an empty request, 1 when unsplit
+  int split_offset;  // first partial slot of a split request
+  int first_part;    // part that holds block 0
+  int num_blocks;    // ceil(seqlen / 64)
+};
+
+// Device pointers of one schedule (scratch owned by the caller).
+struct SplitSchedule {
+  PartInfo* parts = nullptr;         // [num_parts]
+  RequestSplit* requests = nullptr;  // [b]
+  int num_parts = 0;
+  int fixed_overhead_blocks = 0;
+};
+
+// Maximum batch the schedule kernel handles in one block.
+inline constexpr int kScheduleMaxBatch = 1024;
+
+void launch_split_schedule(const int* seqlens, int b, const SplitSchedule& s, cudaStream_t stream);
+
+// Partial results: slot-major, then kv head, then packed query row (rows_per_head rows), then
+// 512 columns. Natural-log lse; -inf for a piece in which a row saw no key.
+struct SplitPartials {
+  float* out = nullptr;  // [slots, h_kv, rows_per_head, 512]
+  float* lse = nullptr;  // [slots, h_kv, rows_per_head]
+  int rows_per_head = 0;
+  int slots = 0;         // 2 * num_parts
+};
+
+struct CombineArgs {
+  void* out = nullptr;  // [b, s_q, h_q, 512] of dtype
+  float* lse = nullptr;  // [b, h_q, s_q]
+  const RequestSplit* requests = nullptr;
+  SplitPartials partials;
+  int b = 0, s_q = 0, h_q = 0, h_kv = 0;
+  DType dtype = DType::bf16;
+};
+
+// Merges split requests and writes empty requests (out 0, lse +inf); leaves unsplit ones alone.
+void launch_split_combine(const CombineArgs& a, cudaStream_t stream);
+
+// The schedule and combine kernels as launched, for reports.
+[[nodiscard]] std::vector<FunctionResources> split_kernel_resources(DType dtype);
+
+}  // namespace cutelab::mla

@@ -1,0 +1,420 @@
+#include "cutelab/runtime/report.hpp"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "cutelab/core/error.hpp"
+
+namespace cutelab {
+namespace {
+
+// Columns are aligned by code points, so "µs" counts as two characters, not three bytes.
+std::size_t display_width(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+std::string pad(const std::string& s, std::size_t width, Table::Align align) {
+  const std::size_t w = display_width(s);
+  if (w >= width) return s;
+  const std::string fill(width - w, ' ');
+  return align == Table::Align::left ? s + fill : fill + s;
+}
+
+std::string format_sci(double v) {
+  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+  if (v == 0) return "0";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2e", v);
+  return buf;
+}
+
+std::string format_us(double us) { return format_fixed(us, us < 100 ? 2 : 1); }
+
+std::string format_tflops(double t) { return format_fixed(t, t < 10 ? 2 : 1); }
+
+std::string format_count(double v) { return std::to_string(static_cast<long long>(std::llround(v))); }
+
+double gbs_of(const RunResult& r) {
+  return r.timing && r.timing->median_us > 0 ? r.cost.bytes / r.timing->median_us / 1e3 : 0.0;
+}
+
+double tflops_of(const RunResult& r) {
+  return r.timing && r.timing->median_us > 0 ? r.cost.flops / r.timing->median_us / 1e6 : 0.0;
+}
+
+std::string share(double value, double ceiling) {
+  return ceiling > 0 && value > 0 ? format_percent(value / ceiling) : "-";
+}
+
+std::string value_text(const ParamValue& v) {
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? "1" : "0";
+  return std::get<std::string>(v);
+}
+
+std::string tolerance_text(const Tolerance& t) {
+  return "atol " + format_sci(t.atol) + ", rtol " + format_sci(t.rtol) + ", rel L2 < " +
+         format_sci(t.max_rel_l2);
+}
+
+std::string check_cell(const std::vector<CheckResult>& checks) {
+  if (checks.empty()) return "-";
+  bool passed = true;
+  double worst = 0;
+  for (const CheckResult& c : checks) {
+    passed &= c.passed;
+    worst = std::max(worst, c.rel_l2);
+  }
+  return std::string(passed ? "pass " : "FAIL ") + format_sci(worst);
+}
+
+void render_device(std::ostringstream& o, const RunResult& r) {
+  const DeviceInfo& d = r.device;
+  if (!d.present) return;
+  o << "device   " << d.name << " (" << d.sm() << ", " << d.sm_count << " SMs), CUDA " << d.runtime_version
+    << ", driver " << (d.driver_release.empty() ? d.driver_version : d.driver_release) << "\n";
+  o << "clocks   " << (r.clocks.available ? r.clocks.str() : "not read (" + r.clocks.why_unavailable + ")")
+    << "\n";
+}
+
+void render_tuning(std::ostringstream& o, const RunResult& r) {
+  if (r.tuning.empty()) return;
+  Table t;
+  t.add_column("", Table::Align::left);
+  t.add_column("config", Table::Align::left);
+  t.add_column("status", Table::Align::left);
+  t.add_column("median µs");
+  t.add_column("p10-p90 µs");
+  t.add_column("note", Table::Align::left);
+  for (const ConfigOutcome& c : r.tuning) {
+    const bool winner = r.config && r.config->name == c.config.name;
+    std::string median = "-", spread = "-";
+    if (c.timing) {
+      median = format_us(c.timing->median_us);
+      spread = format_us(c.timing->p10_us) + "-" + format_us(c.timing->p90_us);
+    }
+    t.add_row({winner ? "*" : "", c.config.name, status_name(c.status), median, spread, c.reason});
+  }
+  o << "\ntuning (" << r.tuning.size() << " configs, * = chosen)\n" << t.render();
+}
+
+void render_checks(std::ostringstream& o, const RunResult& r) {
+  if (r.checks.empty()) {
+    o << "\ncheck    not run\n";
+    return;
+  }
+  Table t;
+  t.add_column("output", Table::Align::left);
+  t.add_column("elements");
+  t.add_column("rel L2");
+  t.add_column("max abs");
+  t.add_column("max rel");
+  t.add_column("mismatches");
+  t.add_column("NaN/Inf");
+  t.add_column("unwritten");
+  t.add_column("tolerance", Table::Align::left);
+  t.add_column("verdict", Table::Align::left);
+  for (const CheckResult& c : r.checks)
+    t.add_row({c.output, format_count(static_cast<double>(c.count)), format_sci(c.rel_l2),
+               format_sci(c.max_abs), format_sci(c.max_rel), std::to_string(c.mismatches),
+               std::to_string(c.nan_inf), std::to_string(c.unwritten), tolerance_text(c.tol),
+               c.passed ? "PASS" : "FAIL"});
+  o << "\ncheck\n" << t.render();
+  for (const CheckResult& c : r.checks) {
+    if (c.passed) continue;
+    o << "  " << c.output << ": " << c.reason;
+    if (c.first_bad != SIZE_MAX) o << " (first bad element at index " << c.first_bad << ")";
+    o << "\n";
+  }
+}
+
+void render_numbers(std::ostringstream& o, const RunResult& r) {
+  if (!r.timing) return;
+  const TimingStats& s = *r.timing;
+  const double gbs = gbs_of(r), tflops = tflops_of(r);
+  o << "\ntime     " << format_us(s.median_us) << " µs median (p10 " << format_us(s.p10_us) << ", p90 "
+    << format_us(s.p90_us) << ", n=" << s.n << ", " << s.stop_reason << ")\n";
+  o << "rate     " << format_fixed(gbs, 0) << " GB/s, " << format_tflops(tflops) << " TFLOP/s  (moves "
+    << format_bytes(r.cost.bytes) << ", " << format_sci(r.cost.flops) << " FLOP)\n";
+  if (r.ceilings) {
+    const Ceilings& c = *r.ceilings;
+    o << "measured ceilings: " << share(gbs, c.copy_gbs) << " of copy " << format_fixed(c.copy_gbs, 0)
+      << " GB/s, " << share(gbs, c.read_gbs) << " of read " << format_fixed(c.read_gbs, 0) << " GB/s, "
+      << share(tflops, c.gemm_bf16_tflops) << " of cuBLAS bf16 " << format_fixed(c.gemm_bf16_tflops, 0)
+      << " TFLOP/s\n";
+  } else {
+    o << "measured ceilings: none (run `cutelab device --ceilings`)\n";
+  }
+  const DeviceInfo& d = r.device;
+  if (d.peak_bandwidth_gbs > 0 || d.peak_bf16_tflops > 0)
+    o << "datasheet peaks:   " << share(gbs, d.peak_bandwidth_gbs) << " of "
+      << format_fixed(d.peak_bandwidth_gbs, 0) << " GB/s, " << share(tflops, d.peak_bf16_tflops)
+      << " of bf16 " << format_fixed(d.peak_bf16_tflops, 0) << " TFLOP/s\n";
+}
+
+void render_resources(std::ostringstream& o, const RunResult& r) {
+  if (r.resources.empty()) return;
+  Table t;
+  t.add_column("function", Table::Align::left);
+  t.add_column("regs");
+  t.add_column("smem static");
+  t.add_column("smem dynamic");
+  t.add_column("local B (spills)");
+  t.add_column("threads");
+  t.add_column("SASS");
+  for (const FunctionResources& f : r.resources)
+    t.add_row({f.name, std::to_string(f.registers), std::to_string(f.static_smem),
+               std::to_string(f.dynamic_smem), std::to_string(f.local_bytes), std::to_string(f.block_threads),
+               f.binary_version > 0 ? "sm_" + std::to_string(f.binary_version) : "-"});
+  o << "\nresources\n" << t.render();
+}
+
+}  // namespace
+
+// ---- Table -----------------------------------------------------------------------------------
+
+void Table::add_column(std::string header, Align align) {
+  headers_.push_back(std::move(header));
+  aligns_.push_back(align);
+}
+
+void Table::add_row(std::vector<std::string> cells) {
+  if (cells.size() > headers_.size())
+    throw Error(concat("Table::add_row: ", cells.size(), " cells for ", headers_.size(), " columns"));
+  cells.resize(headers_.size());
+  rows_.push_back(std::move(cells));
+}
+
+std::string Table::render() const {
+  std::vector<std::size_t> width(headers_.size());
+  for (std::size_t c = 0; c < headers_.size(); ++c) {
+    width[c] = display_width(headers_[c]);
+    for (const auto& row : rows_) width[c] = std::max(width[c], display_width(row[c]));
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c) s += "  ";
+      s += pad(cells[c], width[c], aligns_[c]);
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s + "\n";
+  };
+  std::string out = line(headers_);
+  std::string rule;
+  for (std::size_t c = 0; c < width.size(); ++c) rule += (c ? "  " : "") + std::string(width[c], '-');
+  out += rule + "\n";
+  for (const auto& row : rows_) out += line(row);
+  return out;
+}
+
+// ---- numbers ---------------------------------------------------------------------------------
+
+std::string format_fixed(double v, int digits) {
+  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", std::max(0, digits), v);
+  return buf;
+}
+
+std::string format_bytes(double bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (!std::isfinite(bytes)) return format_fixed(bytes, 0);
+  int u = 0;
+  double v = bytes;
+  while (std::fabs(v) >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? format_fixed(v, 0) + " B" : format_fixed(v, 2) + " " + units[u];
+}
+
+std::string format_percent(double fraction) { return format_fixed(fraction * 100.0, 1) + "%"; }
+
+// ---- reports ---------------------------------------------------------------------------------
+
+std::string render_run(const RunResult& r) {
+  std::ostringstream o;
+  o << "kernel   " << r.kernel << "\n";
+  o << "problem  " << r.problem.key() << "\n";
+  render_device(o, r);
+  for (const std::string& w : r.warnings) o << "warning: " << w << "\n";
+  if (r.status == RunResult::Status::skipped) {
+    o << "skipped: " << r.message << "\n";
+    return o.str();
+  }
+  if (r.config) {
+    o << "config   " << r.config->name << " (" << (r.config_source.empty() ? "-" : r.config_source) << ")";
+    if (!r.config->params.is_null() && !r.config->params.empty()) o << "  " << r.config->params.dump();
+    o << "\n";
+  }
+  render_tuning(o, r);
+  render_checks(o, r);
+  render_numbers(o, r);
+  render_resources(o, r);
+  o << "\n";
+  switch (r.status) {
+    case RunResult::Status::ok:
+      o << "result: OK\n";
+      break;
+    case RunResult::Status::check_failed:
+      o << "result: CHECK FAILED" << (r.message.empty() ? "" : ": " + r.message) << "\n";
+      break;
+    case RunResult::Status::error:
+      o << "result: ERROR: " << r.message << "\n";
+      break;
+    case RunResult::Status::skipped:
+      break;
+  }
+  return o.str();
+}
+
+std::string render_suite(const std::vector<RunResult>& runs) { return render_suite(runs, {}); }
+
+std::string render_suite(const std::vector<RunResult>& runs,
+                         const std::vector<std::optional<Anchor>>& anchors) {
+  // Show only the parameters that differ between rows; the rest is printed once above.
+  std::map<std::string, std::set<std::string>> seen;
+  std::set<std::string> problems;
+  for (const RunResult& r : runs) {
+    problems.insert(r.problem.key());
+    for (const auto& [name, value] : r.problem.values()) seen[name].insert(value_text(value));
+  }
+  std::set<std::string> varying;
+  std::string common;
+  for (const auto& [name, values] : seen) {
+    if (values.size() > 1) {
+      varying.insert(name);
+    } else {
+      common += (common.empty() ? "" : ",") + name + "=" + *values.begin();
+    }
+  }
+  auto short_key = [&](const Problem& p) {
+    if (varying.empty()) return p.key();
+    std::string s;
+    for (const auto& [name, value] : p.values())
+      if (varying.count(name)) s += (s.empty() ? "" : ",") + name + "=" + value_text(value);
+    return s;
+  };
+  const bool any_anchor =
+      std::any_of(anchors.begin(), anchors.end(), [](const auto& a) { return a.has_value(); });
+
+  Table t;
+  t.add_column("#");
+  t.add_column("kernel", Table::Align::left);
+  t.add_column("problem", Table::Align::left);
+  t.add_column("config", Table::Align::left);
+  t.add_column("check", Table::Align::left);
+  t.add_column("median µs");
+  t.add_column("p10-p90 µs");
+  t.add_column("GB/s");
+  t.add_column("TFLOP/s");
+  t.add_column("% copy");
+  t.add_column("% read");
+  t.add_column("% GEMM");
+  if (any_anchor) {
+    t.add_column("anchor µs");
+    t.add_column("speedup");
+  }
+  std::vector<std::string> notes;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const RunResult& r = runs[i];
+    const std::string index = std::to_string(i + 1);
+    std::vector<std::string> row = {index, r.kernel, short_key(r.problem), r.config ? r.config->name : "-"};
+    if (r.status == RunResult::Status::skipped || r.status == RunResult::Status::error) {
+      row.push_back(r.status == RunResult::Status::skipped ? "skip" : "ERROR");
+      notes.push_back("#" + index + " " + (r.status == RunResult::Status::skipped ? "skipped: " : "error: ") +
+                      r.message);
+    } else {
+      row.push_back(check_cell(r.checks));
+      if (r.status == RunResult::Status::check_failed && !r.message.empty())
+        notes.push_back("#" + index + " check failed: " + r.message);
+    }
+    for (const std::string& w : r.warnings) notes.push_back("#" + index + " warning: " + w);
+    const double gbs = gbs_of(r), tflops = tflops_of(r);
+    if (r.timing) {
+      row.push_back(format_us(r.timing->median_us));
+      row.push_back(format_us(r.timing->p10_us) + "-" + format_us(r.timing->p90_us));
+      row.push_back(format_fixed(gbs, 0));
+      row.push_back(format_tflops(tflops));
+      row.push_back(r.ceilings ? share(gbs, r.ceilings->copy_gbs) : "-");
+      row.push_back(r.ceilings ? share(gbs, r.ceilings->read_gbs) : "-");
+      row.push_back(r.ceilings ? share(tflops, r.ceilings->gemm_bf16_tflops) : "-");
+    } else {
+      row.insert(row.end(), 7, "-");
+    }
+    if (any_anchor) {
+      const std::optional<Anchor> a = i < anchors.size() ? anchors[i] : std::nullopt;
+      row.push_back(a ? format_us(a->us) : "-");
+      row.push_back(a && r.timing && r.timing->median_us > 0
+                        ? format_fixed(a->us / r.timing->median_us, 2) + "x"
+                        : "-");
+    }
+    t.add_row(std::move(row));
+  }
+  std::string out;
+  if (!varying.empty() && !common.empty()) out += "all problems: " + common + "\n";
+  out += t.render();
+  for (const std::string& n : notes) out += n + "\n";
+  if (any_anchor) out += "speedup = anchor µs / our median µs (> 1: faster than the anchor)\n";
+  return out;
+}
+
+// ---- progress --------------------------------------------------------------------------------
+
+ProgressLine::ProgressLine() : tty_(::isatty(STDERR_FILENO) == 1) {}
+
+void ProgressLine::update(const std::string& text) {
+  const double now =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (tty_) {
+    // A line wider than the terminal would wrap, and '\r' could no longer rewrite it.
+    std::string shown = text;
+    winsize ws{};
+    if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1) {
+      std::size_t points = 0, cut = 0;
+      for (; cut < shown.size(); ++cut) {
+        if ((static_cast<unsigned char>(shown[cut]) & 0xC0) != 0x80 && ++points > ws.ws_col - 1u) break;
+      }
+      shown.resize(cut);
+    }
+    const std::size_t w = display_width(shown);
+    std::cerr << '\r' << shown;
+    if (last_len_ > w) std::cerr << std::string(last_len_ - w, ' ');
+    std::cerr << std::flush;
+    last_len_ = w;
+    return;
+  }
+  // Off a terminal (logs, CI): one line per distinct message, at most a few per second
+  // unless the step itself (the text before the first ':') changed.
+  if (text == last_text_) return;
+  const auto head = [](const std::string& s) { return s.substr(0, s.find(':')); };
+  if (head(text) == head(last_text_) && now - last_print_s_ < 0.5) return;
+  std::cerr << text << '\n' << std::flush;
+  last_text_ = text;
+  last_print_s_ = now;
+}
+
+void ProgressLine::done() {
+  if (tty_ && last_len_ > 0) std::cerr << '\r' << std::string(last_len_, ' ') << '\r' << std::flush;
+  last_len_ = 0;
+  last_text_.clear();
+}
+
+ProgressFn ProgressLine::fn() {
+  return [this](const std::string& text) { update(text); };
+}
+
+}  // namespace cutelab

@@ -1,0 +1,190 @@
+#include "cutelab/runtime/timing.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <optional>
+
+#include "cuda_raii.hpp"
+
+namespace cutelab {
+namespace {
+
+// Linear interpolation between the order statistics around q*(n-1).
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return sorted[lo] + frac * (sorted[hi] - sorted[lo]);
+}
+
+double relative_ci(const std::vector<double>& samples) {
+  const std::size_t n = samples.size();
+  if (n < 2) return std::numeric_limits<double>::infinity();
+  const double mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(n);
+  double ss = 0;
+  for (double s : samples) ss += (s - mean) * (s - mean);
+  const double stdev = std::sqrt(ss / static_cast<double>(n - 1));
+  if (mean <= 0) return std::numeric_limits<double>::infinity();
+  return 1.96 * stdev / std::sqrt(static_cast<double>(n)) / mean;
+}
+
+// Captures one call of `launch` into an executable graph; the reason when it cannot.
+std::string capture_graph(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream,
+                          detail::GraphExec* exec) {
+  cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return concat("cudaStreamBeginCapture: ", cudaGetErrorName(err));
+  }
+  std::string launch_error;
+  try {
+    launch(stream);
+  } catch (const std::exception& e) {
+    launch_error = e.what();
+  }
+  cudaGraph_t raw = nullptr;
+  err = cudaStreamEndCapture(stream, &raw);
+  detail::Graph graph(raw);
+  const cudaError_t pending = cudaGetLastError();
+  if (!launch_error.empty()) return concat("the launch failed under capture: ", launch_error);
+  if (err != cudaSuccess) return concat("cudaStreamEndCapture: ", cudaGetErrorName(err));
+  if (pending != cudaSuccess) return concat("error during capture: ", cudaGetErrorName(pending));
+  cudaGraphExec_t x = nullptr;
+  err = cudaGraphInstantiate(&x, graph.get(), 0);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return concat("cudaGraphInstantiate: ", cudaGetErrorName(err));
+  }
+  *exec = detail::GraphExec(x);
+  // One replay uploads the graph; a fault here is the kernel's, not the capture's.
+  CUTELAB_CUDA(cudaGraphLaunch(exec->get(), stream));
+  CUTELAB_CUDA(cudaStreamSynchronize(stream));
+  return {};
+}
+
+}  // namespace
+
+nlohmann::json TimingStats::to_json(bool with_samples) const {
+  const auto finite = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json j = {{"n", n},
+                      {"median_us", median_us},
+                      {"p10_us", p10_us},
+                      {"p90_us", p90_us},
+                      {"min_us", min_us},
+                      {"max_us", max_us},
+                      {"mean_us", mean_us},
+                      {"stdev_us", stdev_us},
+                      {"rel_ci", finite(rel_ci)},
+                      {"stop_reason", stop_reason}};
+  if (with_samples) j["samples_us"] = samples_us;
+  return j;
+}
+
+TimingStats summarize_samples(std::vector<double> samples_us) {
+  TimingStats s;
+  s.n = static_cast<int>(samples_us.size());
+  s.samples_us = samples_us;
+  if (samples_us.empty()) return s;
+  std::sort(samples_us.begin(), samples_us.end());
+  s.median_us = quantile(samples_us, 0.5);
+  s.p10_us = quantile(samples_us, 0.1);
+  s.p90_us = quantile(samples_us, 0.9);
+  s.min_us = samples_us.front();
+  s.max_us = samples_us.back();
+  s.mean_us = std::accumulate(samples_us.begin(), samples_us.end(), 0.0) / s.n;
+  double ss = 0;
+  for (double v : samples_us) ss += (v - s.mean_us) * (v - s.mean_us);
+  s.stdev_us = s.n > 1 ? std::sqrt(ss / (s.n - 1)) : 0.0;
+  s.rel_ci = relative_ci(samples_us);
+  return s;
+}
+
+bool sampling_done(const std::vector<double>& samples_us, double elapsed_seconds, const TimingOptions& options,
+                   std::string* reason) {
+  const int n = static_cast<int>(samples_us.size());
+  const int cap = std::max(1, options.max_samples);
+  const int floor = std::min(std::max(1, options.min_samples), cap);
+  const auto done = [&](const char* why) {
+    if (reason) *reason = why;
+    return true;
+  };
+  if (n < floor) return false;
+  if (relative_ci(samples_us) <= options.target_rel_ci) return done("converged");
+  if (elapsed_seconds >= options.max_seconds) return done("time cap");
+  if (n >= cap) return done("sample cap");
+  return false;
+}
+
+L2Flusher::L2Flusher(const DeviceInfo& dev) {
+  std::size_t l2 = dev.l2_bytes;
+  if (l2 == 0) {
+    int device = 0, bytes = 0;
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device) == cudaSuccess)
+      l2 = static_cast<std::size_t>(bytes);
+    (void)cudaGetLastError();
+  }
+  if (l2 == 0) l2 = 64u << 20;  // larger than any L2 the runtime has no record of
+  buffer_ = DeviceBuffer(2 * l2);
+}
+
+void L2Flusher::flush(cudaStream_t stream) {
+  // A different byte each time, so no layer can skip the write as redundant.
+  static thread_local unsigned counter = 0;
+  CUTELAB_CUDA(cudaMemsetAsync(buffer_.data(), static_cast<int>(++counter & 0xFF), buffer_.bytes(), stream));
+}
+
+TimingStats time_launch(const std::function<void(cudaStream_t)>& launch, const DeviceInfo& dev,
+                        const TimingOptions& options, cudaStream_t stream) {
+  // The legacy default stream cannot be captured: time on a stream of our own then.
+  detail::Stream own;
+  if (!stream) {
+    own = detail::make_stream();
+    stream = own.get();
+  }
+  std::optional<L2Flusher> flusher;
+  if (options.flush_l2) flusher.emplace(dev);
+
+  for (int i = 0; i < options.warmup; ++i) {
+    launch(stream);
+    CUTELAB_CUDA_LAUNCH();
+  }
+  CUTELAB_CUDA(cudaStreamSynchronize(stream));
+
+  detail::GraphExec exec;
+  std::string fallback;
+  if (options.use_graph) fallback = capture_graph(launch, stream, &exec);
+
+  const detail::Event start = detail::make_event(), stop = detail::make_event();
+  std::vector<double> samples;
+  std::string reason;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    if (flusher) flusher->flush(stream);
+    CUTELAB_CUDA(cudaEventRecord(start.get(), stream));
+    if (exec) {
+      CUTELAB_CUDA(cudaGraphLaunch(exec.get(), stream));
+    } else {
+      launch(stream);
+      CUTELAB_CUDA_LAUNCH();
+    }
+    CUTELAB_CUDA(cudaEventRecord(stop.get(), stream));
+    CUTELAB_CUDA(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    CUTELAB_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    samples.push_back(static_cast<double>(ms) * 1e3);
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (sampling_done(samples, elapsed, options, &reason)) break;
+  }
+  TimingStats stats = summarize_samples(std::move(samples));
+  stats.stop_reason = reason;
+  if (!fallback.empty()) stats.stop_reason += " (direct launches: graph capture failed: " + fallback + ")";
+  return stats;
+}
+
+}  // namespace cutelab

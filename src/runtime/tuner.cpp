@@ -1,0 +1,428 @@
+#include "cutelab/runtime/tuner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "cuda_raii.hpp"
+#include "cutelab/runtime/nvtx.hpp"
+
+namespace cutelab {
+namespace {
+
+std::string us(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f us", v);
+  return buf;
+}
+
+bool verbose() {
+  const char* v = std::getenv("CUTELAB_VERBOSE");
+  return v && *v && std::string(v) != "0";
+}
+
+// Leaves NVTX as it found it.
+class NvtxEnable {
+ public:
+  explicit NvtxEnable(bool on) : before_(nvtx_enabled()) { set_nvtx_enabled(on || before_); }
+  ~NvtxEnable() { set_nvtx_enabled(before_); }
+
+ private:
+  bool before_;
+};
+
+bool no_binary(const CudaError& e) {
+  return e.code() == cudaErrorNoKernelImageForDevice || e.code() == cudaErrorInvalidDeviceFunction;
+}
+
+TuneKey tune_key(const RunResult& r) {
+  return TuneKey{r.kernel,
+                 r.problem.key(),
+                 r.device.name,
+                 r.device.sm(),
+                 r.device.runtime_version,
+                 r.device.driver_release.empty() ? r.device.driver_version : r.device.driver_release};
+}
+
+void check_reference_shape(const std::vector<OutputSpec>& outputs, const std::vector<std::vector<float>>& ref,
+                           const std::string& kernel) {
+  if (ref.size() != outputs.size())
+    throw Error(concat(kernel, ": reference returned ", ref.size(), " arrays for ", outputs.size(), " outputs"));
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    if (static_cast<std::int64_t>(ref[i].size()) != outputs[i].view.numel())
+      throw Error(concat(kernel, ": reference for output '", outputs[i].name, "' has ", ref[i].size(),
+                         " elements, the output ", outputs[i].view.describe(), " has ", outputs[i].view.numel()));
+}
+
+std::vector<CheckResult> check_all(const Workspace& ws, const std::vector<std::vector<float>>& ref) {
+  std::vector<CheckResult> out;
+  const std::vector<OutputSpec> outputs = ws.outputs();
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const std::vector<std::uint8_t> got = copy_to_host_bytes(outputs[i].view);
+    out.push_back(check_output(outputs[i].name, outputs[i].view.dtype, got.data(), ref[i], outputs[i].tol));
+  }
+  return out;
+}
+
+const CheckResult* first_failure(const std::vector<CheckResult>& checks) {
+  for (const CheckResult& c : checks)
+    if (!c.passed) return &c;
+  return nullptr;
+}
+
+// Poison, launch once, wait: faults surface here as CudaError.
+void run_once(const Kernel& k, Workspace& ws, cudaStream_t stream) {
+  ws.poison(stream);
+  k.launch(stream);
+  CUTELAB_CUDA_LAUNCH();
+  CUTELAB_CUDA(cudaStreamSynchronize(stream));
+}
+
+std::string list_reasons(const std::vector<ConfigOutcome>& outcomes) {
+  std::string s;
+  for (const ConfigOutcome& o : outcomes)
+    s += concat(s.empty() ? "" : "; ", o.config.name, " ", status_name(o.status), ": ", o.reason);
+  return s;
+}
+
+// The context died: nothing after `failed` can run, and the run ends.
+void context_lost(RunResult& r, std::vector<ConfigOutcome>& outcomes, const std::vector<ConfigDesc>& configs,
+                  std::size_t failed, const CudaError& e) {
+  for (std::size_t j = failed + 1; j < configs.size(); ++j)
+    outcomes.push_back({configs[j], ConfigOutcome::Status::not_run,
+                        concat("CUDA context lost after ", configs[failed].name), std::nullopt, {}});
+  r.tuning = outcomes;
+  r.status = RunResult::Status::error;
+  r.message = concat("CUDA context lost after config ", configs[failed].name, ": ", e.message());
+}
+
+struct Session {
+  const KernelPlan& plan;
+  const Problem& problem;
+  const DeviceInfo& dev;
+  const RunOptions& options;
+  const ProgressFn& progress;
+  RunResult& r;
+  Workspace& ws;
+  const std::vector<std::vector<float>>& ref;
+  cudaStream_t stream;
+
+  void say(const std::string& m) const {
+    if (progress) progress(m);
+  }
+
+  // Times every config. Returns the winner, or nothing with r.status/r.message set.
+  std::optional<ConfigDesc> tune(const std::vector<ConfigDesc>& configs) {
+    NvtxRange range("cutelab/tune");
+    std::vector<ConfigOutcome> outcomes;
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      const ConfigDesc& c = configs[i];
+      const std::string head = concat("tuning ", i + 1, "/", configs.size(), ": ", c.name);
+      say(head + " ...");
+      ConfigOutcome o{c, ConfigOutcome::Status::not_run, {}, std::nullopt, {}};
+      try {
+        if (auto why = plan.validate(problem, c, dev)) {
+          o.status = ConfigOutcome::Status::invalid;
+          o.reason = *why;
+        } else {
+          Kernel k;
+          try {
+            k = plan.plan(problem, c, ws, dev);
+          } catch (const CudaError& e) {
+            if (!no_binary(e)) throw;
+            o.status = ConfigOutcome::Status::launch_failed;
+            o.reason = concat("no binary for ", dev.sm(), " in this build (", e.message(), ")");
+          }
+          if (o.status == ConfigOutcome::Status::not_run) {
+            run_once(k, ws, stream);
+            o.checks = check_all(ws, ref);
+            if (const CheckResult* bad = first_failure(o.checks)) {
+              o.status = ConfigOutcome::Status::check_failed;
+              o.reason = bad->reason;
+            } else {
+              o.timing = time_launch(k.launch, dev, options.timing, stream);
+              o.status = ConfigOutcome::Status::ok;
+            }
+          }
+        }
+      } catch (const CudaError& e) {
+        o.status = ConfigOutcome::Status::launch_failed;
+        o.reason = e.message();
+        if (e.sticky()) {
+          outcomes.push_back(o);
+          say(concat(head, " ... ", e.message()));
+          context_lost(r, outcomes, configs, i, e);
+          return std::nullopt;
+        }
+      } catch (const Error& e) {  // UsageError from plan() included: this config cannot run
+        o.status = ConfigOutcome::Status::invalid;
+        o.reason = e.message();
+      }
+      say(concat(head, " ... ", o.status == ConfigOutcome::Status::ok ? us(o.timing->median_us)
+                                                                      : concat(status_name(o.status), ": ", o.reason)));
+      outcomes.push_back(std::move(o));
+    }
+    r.tuning = outcomes;
+
+    const ConfigOutcome* best = nullptr;
+    for (const ConfigOutcome& o : outcomes)
+      if (o.status == ConfigOutcome::Status::ok && (!best || o.timing->median_us < best->timing->median_us)) best = &o;
+    if (!best) {
+      const auto any = [&](ConfigOutcome::Status s) {
+        return std::any_of(outcomes.begin(), outcomes.end(), [&](const ConfigOutcome& o) { return o.status == s; });
+      };
+      r.status = any(ConfigOutcome::Status::check_failed)    ? RunResult::Status::check_failed
+                 : any(ConfigOutcome::Status::launch_failed) ? RunResult::Status::error
+                                                             : RunResult::Status::skipped;
+      r.message = concat("no config of ", r.kernel, " ran correctly on ", dev.sm(), ": ", list_reasons(outcomes));
+      return std::nullopt;
+    }
+    store_winner(*best, outcomes);
+    return best->config;
+  }
+
+  void store_winner(const ConfigOutcome& best, const std::vector<ConfigOutcome>& outcomes) {
+    std::vector<const ConfigOutcome*> ranked;
+    for (const ConfigOutcome& o : outcomes)
+      if (o.status == ConfigOutcome::Status::ok) ranked.push_back(&o);
+    std::sort(ranked.begin(), ranked.end(),
+              [](const ConfigOutcome* a, const ConfigOutcome* b) { return a->timing->median_us < b->timing->median_us; });
+    nlohmann::json runners_up = nlohmann::json::array();
+    for (const ConfigOutcome* o : ranked)
+      if (o != &best) runners_up.push_back({{"config", o->config.name}, {"median_us", o->timing->median_us}});
+    TuneEntry entry{best.config.name, best.timing->median_us, utc_timestamp(),
+                    {{"runners_up", runners_up}, {"timing", best.timing->to_json()}, {"params", best.config.params}}};
+    TuneCache cache(cache_path());
+    try {
+      cache.store(tune_key(r), entry);
+    } catch (const Error& e) {
+      r.warnings.push_back(concat("The tuning result was not cached: ", e.message()));
+    }
+    for (const std::string& w : cache.warnings()) r.warnings.push_back(w);
+  }
+
+  std::string cache_path() const {
+    return (options.cache_dir.empty() ? TuneCache::default_dir() : options.cache_dir) + "/tune.json";
+  }
+
+  // The cached winner when it is still a valid config, else the first valid one.
+  std::optional<ConfigDesc> pick(const std::vector<ConfigDesc>& configs) {
+    TuneCache cache(cache_path());
+    const std::optional<TuneEntry> cached = cache.lookup(tune_key(r));
+    for (const std::string& w : cache.warnings()) r.warnings.push_back(w);
+    if (cached) {
+      for (const ConfigDesc& c : configs) {
+        if (c.name != cached->config) continue;
+        if (auto why = plan.validate(problem, c, dev))
+          r.warnings.push_back(concat("The cached config ", c.name, " is no longer valid (", *why, "); not used."));
+        else {
+          r.config_source = "cache";
+          return c;
+        }
+      }
+      if (r.config_source.empty())
+        r.warnings.push_back(concat("The cached config ", cached->config, " is not among the configs of ", r.kernel,
+                                    "; not used."));
+    }
+    std::vector<ConfigOutcome> rejected;
+    for (const ConfigDesc& c : configs) {
+      auto why = plan.validate(problem, c, dev);
+      if (!why) {
+        r.config_source = "first valid";
+        return c;
+      }
+      rejected.push_back({c, ConfigOutcome::Status::invalid, *why, std::nullopt, {}});
+    }
+    r.status = RunResult::Status::skipped;
+    r.message = configs.empty() ? concat(r.kernel, " offers no config for this problem")
+                                : concat("no valid config for this problem on ", dev.sm(), ": ", list_reasons(rejected));
+    return std::nullopt;
+  }
+
+  void run_chosen(const ConfigDesc& chosen) {
+    r.config = chosen;
+    if (verbose())
+      std::fprintf(stderr, "cutelab: %s: config %s (%s)\n", r.kernel.c_str(), chosen.name.c_str(),
+                   r.config_source.c_str());
+    Kernel k;
+    try {
+      k = plan.plan(problem, chosen, ws, dev);
+    } catch (const CudaError& e) {
+      if (!no_binary(e)) throw;
+      r.status = RunResult::Status::skipped;
+      r.message = concat("no binary for ", dev.sm(), " in this build (", e.message(), ")");
+      return;
+    }
+    r.resources = k.resources;
+    run_once(k, ws, stream);
+    if (options.check) {
+      NvtxRange range("cutelab/check");
+      r.checks = check_all(ws, ref);
+      if (const CheckResult* bad = first_failure(r.checks)) {
+        r.status = RunResult::Status::check_failed;  // still measured: the numbers help the diagnosis
+        r.message = bad->reason;
+      }
+    }
+    if (options.measure) {
+      say(concat("measuring ", r.kernel, " ", chosen.name, " ..."));
+      ClockSampler sampler(dev.index);
+      sampler.start();
+      {
+        NvtxRange range("cutelab/measure/" + r.kernel);
+        r.timing = time_launch(k.launch, dev, options.timing, stream);
+      }
+      r.clocks = sampler.stop();
+      say(concat("measuring ", r.kernel, " ", chosen.name, " ... ", us(r.timing->median_us)));
+    }
+  }
+};
+
+}  // namespace
+
+const char* status_name(ConfigOutcome::Status s) noexcept {
+  switch (s) {
+    case ConfigOutcome::Status::ok: return "ok";
+    case ConfigOutcome::Status::invalid: return "invalid";
+    case ConfigOutcome::Status::launch_failed: return "launch_failed";
+    case ConfigOutcome::Status::check_failed: return "check_failed";
+    case ConfigOutcome::Status::not_run: return "not_run";
+  }
+  return "?";
+}
+
+const char* status_name(RunResult::Status s) noexcept {
+  switch (s) {
+    case RunResult::Status::ok: return "ok";
+    case RunResult::Status::skipped: return "skipped";
+    case RunResult::Status::check_failed: return "check_failed";
+    case RunResult::Status::error: return "error";
+  }
+  return "?";
+}
+
+RunResult run_kernel(const KernelPlan& plan, const Problem& problem, const DeviceInfo& dev, const RunOptions& options,
+                     const std::optional<Ceilings>& ceilings, const ProgressFn& progress) {
+  RunResult r;
+  r.kernel = plan.id().full();
+  r.problem = problem;
+  r.device = dev;
+  r.ceilings = ceilings;
+  const NvtxEnable nvtx(options.annotate);
+
+  // The gate comes first: on the wrong device nothing is allocated or launched.
+  if (auto why = arch_mismatch(plan.arch(), dev)) {
+    r.status = RunResult::Status::skipped;
+    r.message = *why;
+    return r;
+  }
+  plan.check_problem(problem);
+  r.cost = plan.cost(problem);
+  const std::vector<ConfigDesc> configs = plan.configs(problem, dev);
+  std::optional<ConfigDesc> forced;
+  if (options.config) {
+    std::string names;
+    for (const ConfigDesc& c : configs) {
+      names += (names.empty() ? "" : ", ") + c.name;
+      if (c.name == *options.config) forced = c;
+    }
+    CUTELAB_REQUIRE(forced, "unknown config '", *options.config, "' for ", r.kernel, " (configs: ", names, ")");
+    if (auto why = plan.validate(problem, *forced, dev))
+      throw UsageError(concat("config ", forced->name, " cannot run this problem on ", dev.sm(), ": ", *why));
+  }
+
+  try {
+    CUTELAB_CUDA(cudaSetDevice(dev.index));
+    const detail::Stream stream = detail::make_stream();
+    std::unique_ptr<Workspace> ws;
+    {
+      NvtxRange range("cutelab/inputs");
+      ws = plan.inputs(problem, options.seed);
+      CUTELAB_CUDA(cudaDeviceSynchronize());
+    }
+    std::vector<std::vector<float>> ref;
+    if (options.check || options.tune) {
+      NvtxRange range("cutelab/reference");
+      ref = plan.reference(problem, *ws);
+      check_reference_shape(ws->outputs(), ref, r.kernel);
+    }
+    Session s{plan, problem, dev, options, progress, r, *ws, ref, stream.get()};
+    std::optional<ConfigDesc> chosen;
+    if (forced) {
+      r.config_source = "forced";
+      chosen = forced;
+    } else if (options.tune) {
+      chosen = s.tune(configs);
+      if (chosen) r.config_source = "tuned";
+    } else {
+      chosen = s.pick(configs);
+    }
+    if (chosen) s.run_chosen(*chosen);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const CudaError& e) {
+    r.status = RunResult::Status::error;
+    r.message = e.sticky() ? concat(e.message(), " (the CUDA context is lost)") : e.message();
+  } catch (const std::exception& e) {
+    r.status = RunResult::Status::error;
+    r.message = e.what();
+  }
+  return r;
+}
+
+namespace {
+
+nlohmann::json metrics(const RunResult& r) {
+  nlohmann::json m = nlohmann::json::object();
+  if (!r.timing || r.timing->median_us <= 0) return m;
+  const double seconds = r.timing->median_us * 1e-6;
+  const double tflops = r.cost.flops / seconds / 1e12;
+  const double gbs = r.cost.bytes / seconds / 1e9;
+  m["tflops"] = tflops;
+  m["gbs"] = gbs;
+  if (r.device.peak_bandwidth_gbs > 0) m["peak_bandwidth_fraction"] = gbs / r.device.peak_bandwidth_gbs;
+  if (r.device.peak_bf16_tflops > 0) m["peak_bf16_fraction"] = tflops / r.device.peak_bf16_tflops;
+  if (r.ceilings) {
+    if (r.ceilings->copy_gbs > 0) m["copy_fraction"] = gbs / r.ceilings->copy_gbs;
+    if (r.ceilings->read_gbs > 0) m["read_fraction"] = gbs / r.ceilings->read_gbs;
+    if (r.ceilings->gemm_bf16_tflops > 0) m["gemm_fraction"] = tflops / r.ceilings->gemm_bf16_tflops;
+  }
+  return m;
+}
+
+}  // namespace
+
+nlohmann::json ConfigOutcome::to_json() const {
+  nlohmann::json j = {{"config", config.name}, {"params", config.params}, {"status", status_name(status)},
+                      {"reason", reason}};
+  j["timing"] = timing ? timing->to_json() : nlohmann::json(nullptr);
+  j["checks"] = nlohmann::json::array();
+  for (const CheckResult& c : checks) j["checks"].push_back(c.to_json());
+  return j;
+}
+
+nlohmann::json RunResult::to_json() const {
+  nlohmann::json j = {{"kernel", kernel},
+                      {"status", status_name(status)},
+                      {"message", message},
+                      {"problem", problem.to_json()},
+                      {"device", device.to_json()},
+                      {"config_source", config_source},
+                      {"cost", {{"flops", cost.flops}, {"bytes", cost.bytes}}},
+                      {"clocks", clocks.to_json()},
+                      {"warnings", warnings}};
+  j["config"] = config ? nlohmann::json{{"name", config->name}, {"params", config->params}} : nlohmann::json(nullptr);
+  j["resources"] = nlohmann::json::array();
+  for (const FunctionResources& f : resources) j["resources"].push_back(f.to_json());
+  j["checks"] = nlohmann::json::array();
+  for (const CheckResult& c : checks) j["checks"].push_back(c.to_json());
+  j["timing"] = timing ? timing->to_json(true) : nlohmann::json(nullptr);
+  j["metrics"] = metrics(*this);
+  j["ceilings"] = ceilings ? ceilings->to_json() : nlohmann::json(nullptr);
+  j["tuning"] = nlohmann::json::array();
+  for (const ConfigOutcome& o : tuning) j["tuning"].push_back(o.to_json());
+  return j;
+}
+
+}  // namespace cutelab

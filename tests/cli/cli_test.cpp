@@ -1,0 +1,332 @@
+// The CLI's parsing and exit statuses, driven through run_cli() with argv arrays. The kernels
+// here are the fake "testfam" plans of fake_plan.cpp; none of them can run on any GPU.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.hpp"
+#include "cutelab/runtime/device.hpp"
+
+namespace cutelab {
+namespace {
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+CliRun cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "cutelab");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::ostringstream out, err;
+  CliRun r;
+  r.status = run_cli(static_cast<int>(args.size()), argv.data(), out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+bool have_gpu() { return cuda_device_count() > 0; }
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("cutelab-cli-test-" + std::to_string(::getpid()) + "-" + name))
+      .string();
+}
+
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE((text).find(part), std::string::npos) << "missing '" << (part) << "' in:\n" << (text)
+
+TEST(Cli, HelpExitsZeroAndDocumentsExitStatuses) {
+  const CliRun r = cli({"--help"});
+  EXPECT_EQ(r.status, kExitOk);
+  EXPECT_CONTAINS(r.out, "Exit status");
+  EXPECT_CONTAINS(r.out, "3 skipped");
+  EXPECT_CONTAINS(r.out, "run");
+  EXPECT_CONTAINS(r.out, "suite");
+}
+
+TEST(Cli, NoArgumentsIsAUsageError) {
+  const CliRun r = cli({});
+  EXPECT_EQ(r.status, kExitUsage);
+}
+
+TEST(Cli, UnknownSubcommandIsAUsageError) {
+  const CliRun r = cli({"frobnicate"});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "frobnicate");
+}
+
+TEST(Cli, ListWorksWithoutAGpuAndMarksTheFamilyDefault) {
+  const CliRun r = cli({"list"});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_CONTAINS(r.out, "cute/testfam/fast/v1");
+  EXPECT_CONTAINS(r.out, "cute/testfam/fast/v2");
+  EXPECT_CONTAINS(r.out, "baseline/testfam/naive/v1");
+  EXPECT_CONTAINS(r.out, "sm_");
+  EXPECT_CONTAINS(r.out, "--n --mode --flag --h");
+  // The default is the newest version of the default design, and only that one.
+  std::istringstream lines(r.out);
+  std::string line;
+  int marked = 0;
+  while (std::getline(lines, line)) {
+    if (line.find("testfam") == std::string::npos || line.find(" * ") == std::string::npos) continue;
+    ++marked;
+    EXPECT_CONTAINS(line, "cute/testfam/fast/v2");
+  }
+  EXPECT_EQ(marked, 1) << r.out;
+}
+
+TEST(Cli, ListNamesIsOneNamePerLine) {
+  const CliRun r = cli({"list", "--names"});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "baseline/testfam/naive/v1\ncute/testfam/fast/v1\ncute/testfam/fast/v2\n");
+}
+
+TEST(Cli, VersionNamesTheProgram) {
+  const CliRun r = cli({"--version"});
+  EXPECT_EQ(r.status, kExitOk);
+  EXPECT_CONTAINS(r.out, "cutelab (git ");
+}
+
+TEST(Cli, ListWritesJson) {
+  const std::string path = temp_path("list.json");
+  const CliRun r = cli({"list", "--json", path});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  std::ifstream in(path);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_TRUE(j["kernels"].is_array());
+  bool found_default = false;
+  for (const auto& k : j["kernels"])
+    if (k["name"] == "cute/testfam/fast/v2") found_default = k["family_default"].get<bool>();
+  EXPECT_TRUE(found_default);
+  EXPECT_TRUE(j.contains("git_commit"));
+  EXPECT_TRUE(j.contains("date_utc"));
+  std::filesystem::remove(path);
+}
+
+TEST(Cli, RunUnknownKernelNamesIt) {
+  const CliRun r = cli({"run", "no_such_kernel", "--n=64"});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "no_such_kernel");
+}
+
+TEST(Cli, RunWithoutKernelIsAUsageError) {
+  const CliRun r = cli({"run"});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "kernel");
+}
+
+TEST(Cli, RunUnknownFlagIsAUsageError) {
+  const CliRun r = cli({"run", "testfam", "--bogus=3"});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "bogus");
+}
+
+TEST(Cli, RunFlagOfAnotherFamilyIsAUsageError) {
+  const CliRun r = cli({"run", "testfam", "--rows=16"});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "rows");
+}
+
+TEST(Cli, RunMissingValueIsAUsageError) {
+  const CliRun r = cli({"run", "testfam", "--n"});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "--n");
+}
+
+TEST(Cli, RunMissingValueBeforeAnotherFlagIsAUsageError) {
+  const CliRun r = cli({"run", "testfam", "--n", "--mode=fast"});
+  EXPECT_EQ(r.status, kExitUsage);
+}
+
+TEST(Cli, RunNonIntegerNamesTheParameter) {
+  const CliRun r = cli({"run", "testfam", "--n=abc"});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "'n'");
+  EXPECT_CONTAINS(r.err, "abc");
+}
+
+TEST(Cli, RunOutOfRangeNamesTheParameter) {
+  for (const char* value : {"--n=0", "--n=-8", "--n=99999999999", "--n=99999999999999999999999"}) {
+    const CliRun r = cli({"run", "testfam", value});
+    EXPECT_EQ(r.status, kExitUsage) << value;
+    EXPECT_CONTAINS(r.err, "'n'");
+  }
+}
+
+TEST(Cli, RunImpossibleSizeSaysWhy) {
+  const CliRun r = cli({"run", "testfam", "--n=12"});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "n (12) must be a multiple of 8");
+}
+
+TEST(Cli, RunBadChoiceNamesTheParameter) {
+  const CliRun r = cli({"run", "testfam", "--mode=slow"});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "'mode'");
+  EXPECT_CONTAINS(r.err, "exact");
+}
+
+TEST(Cli, RunBadBooleanNamesTheParameter) {
+  const CliRun r = cli({"run", "testfam", "--flag=maybe"});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "'flag'");
+}
+
+TEST(Cli, RunBadProfModeIsAUsageError) {
+  const CliRun r = cli({"run", "testfam", "--prof=perf"});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "prof");
+}
+
+TEST(Cli, RunTuneAndConfigExcludeEachOther) {
+  const CliRun r = cli({"run", "testfam", "--tune", "--config", "vec8"});
+  EXPECT_EQ(r.status, kExitUsage);
+}
+
+TEST(Cli, RunNegativeMaxTimeIsAUsageError) {
+  const CliRun r = cli({"run", "testfam", "--max-time=-1"});
+  EXPECT_EQ(r.status, kExitUsage);
+}
+
+TEST(Cli, RunHelpListsTheFamilyFlags) {
+  const CliRun r = cli({"run", "testfam", "--help"});
+  EXPECT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_CONTAINS(r.out, "Problem (testfam)");
+  EXPECT_CONTAINS(r.out, "--n");
+  EXPECT_CONTAINS(r.out, "--mode");
+  EXPECT_CONTAINS(r.out, "--no-flag");
+  EXPECT_CONTAINS(r.out, "fast|exact");
+}
+
+TEST(Cli, RunHelpWithoutKernelStillWorks) {
+  const CliRun r = cli({"run", "--help"});
+  EXPECT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_CONTAINS(r.out, "--prof");
+}
+
+// Valid flags, any spelling: the run gets past parsing and stops at the device: no GPU here
+// (exit 3, "no CUDA GPU found"), or a GPU that is not the fake kernel's sm_99a (exit 3, skipped).
+void expect_stops_at_device(const CliRun& r) {
+  EXPECT_EQ(r.status, kExitSkipped) << r.err;
+  if (have_gpu()) {
+    EXPECT_CONTAINS(r.err, "skipped:");
+  } else {
+    EXPECT_CONTAINS(r.err, "no CUDA GPU found");
+  }
+}
+
+TEST(Cli, RunValidFlagsStopsAtTheDevice) {
+  expect_stops_at_device(cli({"run", "testfam", "--n=64", "--mode=exact"}));
+}
+
+TEST(Cli, RunAcceptsSeparatedValuesAndKernelAfterFlags) {
+  expect_stops_at_device(
+      cli({"run", "--n", "64", "--seed", "7", "cute/testfam/fast/v1", "--flag", "--check"}));
+}
+
+TEST(Cli, RunAcceptsAParameterNamedLikeTheShortHelpFlag) {
+  expect_stops_at_device(cli({"run", "testfam", "--h=16"}));
+  expect_stops_at_device(cli({"run", "testfam", "--h", "16"}));
+  const CliRun help = cli({"run", "testfam", "-h"});
+  EXPECT_EQ(help.status, kExitOk);
+  EXPECT_CONTAINS(help.out, "--h INT");
+}
+
+TEST(Cli, RunAcceptsBooleanSpellings) {
+  expect_stops_at_device(cli({"run", "testfam", "--no-flag", "--no-check"}));
+  expect_stops_at_device(cli({"run", "testfam", "--flag=false"}));
+}
+
+TEST(Cli, RunSanitizeUsesTheSmallProblemButUserFlagsWin) {
+  // The sanitize problem (n=64) is valid; an explicit impossible n must still be rejected.
+  expect_stops_at_device(cli({"run", "testfam", "--prof=sanitize"}));
+  const CliRun r = cli({"run", "testfam", "--prof=sanitize", "--n=12"});
+  EXPECT_EQ(r.status, kExitUsage);
+}
+
+TEST(Cli, RunSkippedWritesJsonWhenAsked) {
+  if (!have_gpu()) GTEST_SKIP() << "needs a GPU to get past the device query (none here)";
+  const std::string path = temp_path("run.json");
+  const CliRun r = cli({"run", "testfam", "--json", path});
+  EXPECT_EQ(r.status, kExitSkipped);
+  std::ifstream in(path);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_TRUE(j.contains("command"));
+  std::filesystem::remove(path);
+}
+
+TEST(Cli, DeviceWithoutGpuIsSkipped) {
+  if (have_gpu()) GTEST_SKIP() << "this machine has a GPU";
+  const CliRun r = cli({"device"});
+  EXPECT_EQ(r.status, kExitSkipped);
+  EXPECT_CONTAINS(r.err, "no CUDA GPU found: ");
+}
+
+TEST(Cli, SuiteMissingFileIsAUsageError) {
+  const CliRun r = cli({"suite", temp_path("does-not-exist.json")});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "cannot open");
+}
+
+TEST(Cli, SuiteMalformedNamesTheField) {
+  const std::string path = temp_path("bad-suite.json");
+  std::ofstream(path)
+      << R"({"name": "x", "kernels": ["testfam"], "cases": [{"problem": {"n": 64}}, {"problem": 5}]})";
+  const CliRun r = cli({"suite", path});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "cases[1].problem");
+  std::filesystem::remove(path);
+}
+
+TEST(Cli, SuiteUnknownKernelIsAUsageError) {
+  const std::string path = temp_path("suite-unknown.json");
+  std::ofstream(path) << R"({"name": "x", "kernels": ["nope_kernel"], "cases": [{"problem": {"n": 64}}]})";
+  const CliRun r = cli({"suite", path});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "nope_kernel");
+  std::filesystem::remove(path);
+}
+
+TEST(Cli, SuiteCaseWithUnknownKernelIsAUsageError) {
+  const std::string path = temp_path("suite-case-kernel.json");
+  std::ofstream(path) << R"({"name": "x", "kernels": ["testfam"],
+                             "cases": [{"problem": {"n": 64}, "kernels": ["nope_kernel"]}]})";
+  const CliRun r = cli({"suite", path});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "cases[0].kernels");
+  std::filesystem::remove(path);
+}
+
+TEST(Cli, SuiteValidFileStopsAtTheDevice) {
+  const std::string path = temp_path("suite-ok.json");
+  std::ofstream(path) << R"({"name": "x", "kernels": ["testfam"], "cases": [{"problem": {"n": 64}},
+                             {"problem": {"n": 128}, "kernels": ["baseline/testfam/naive/v1"]}]})";
+  const CliRun r = cli({"suite", path, "--kernels", "cute/testfam/fast/v1,baseline/testfam/naive"});
+  if (have_gpu()) {
+    // Every row skipped at the arch gate: reported, not a failure.
+    EXPECT_EQ(r.status, kExitOk) << r.err;
+    EXPECT_CONTAINS(r.out, "skipped");
+    EXPECT_CONTAINS(r.out, "#3 skipped");  // case 0 x 2 kernels, case 1 x the baseline only
+    EXPECT_EQ(r.out.find("#4 "), std::string::npos) << r.out;
+  } else {
+    EXPECT_EQ(r.status, kExitSkipped);
+    EXPECT_CONTAINS(r.err, "no CUDA GPU found");
+  }
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace cutelab

@@ -1,0 +1,63 @@
+#pragma once
+// Helpers shared by the MLA decode GPU tests.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cutelab/runtime/device.hpp"
+#include "cutelab/runtime/problem.hpp"
+#include "cutelab/runtime/registry.hpp"
+#include "mla_decode/common/problem.hpp"
+
+namespace cutelab::mla {
+
+#define CUTELAB_REQUIRE_GPU()                                                     \
+  do {                                                                            \
+    std::string why_no_gpu;                                                       \
+    if (cuda_device_count(&why_no_gpu) == 0) GTEST_SKIP() << "no CUDA device: " << why_no_gpu; \
+  } while (0)
+
+inline const DeviceInfo& device() {
+  static const DeviceInfo dev = query_device(0, DeviceDb::load_default());
+  return dev;
+}
+
+inline MlaDecodeCase make_case(int b, int s_q, int h_q, int h_kv, bool causal, DType dt, std::vector<int> lens) {
+  MlaDecodeCase c;
+  c.b = b;
+  c.s_q = s_q;
+  c.h_q = h_q;
+  c.h_kv = h_kv;
+  c.causal = causal;
+  c.dtype = dt;
+  c.seqlens = std::move(lens);
+  return c;
+}
+
+// The family problem a case belongs to (plans pick configs from it; sizes come from the workspace).
+inline Problem problem_for(const MlaDecodeCase& c) {
+  const int longest = *std::max_element(c.seqlens.begin(), c.seqlens.end());
+  const bool varlen = std::any_of(c.seqlens.begin(), c.seqlens.end(), [&](int l) { return l != c.seqlens[0]; });
+  return make_problem(MlaDecodeProblem::family(),
+                      std::map<std::string, std::string>{{"b", std::to_string(c.b)},
+                                                         {"s", std::to_string(c.s_q)},
+                                                         {"t", std::to_string(std::clamp(longest, 1, 131072))},
+                                                         {"h", std::to_string(c.h_q)},
+                                                         {"hkv", std::to_string(c.h_kv)},
+                                                         {"varlen", varlen ? "true" : "false"},
+                                                         {"causal", c.causal ? "true" : "false"},
+                                                         {"dtype", std::string(dtype_name(c.dtype))}});
+}
+
+inline std::vector<const KernelPlan*> family_plans() {
+  std::vector<const KernelPlan*> plans;
+  for (const KernelPlan* p : Registry::instance().all())
+    if (p->family().name == "mla_decode") plans.push_back(p);
+  return plans;
+}
+
+}  // namespace cutelab::mla

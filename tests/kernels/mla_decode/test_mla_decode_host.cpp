@@ -1,0 +1,314 @@
+// MLA decode, host side: argument validation (unchecked mode touches no device, so fake
+// pointers are enough), problem parsing and the cost model.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "cutelab/core/error.hpp"
+#include "mla_decode/common/args.hpp"
+#include "mla_decode/common/plan_base.hpp"
+#include "mla_decode/common/problem.hpp"
+#include "mla_decode/common/workspace.hpp"
+
+namespace cutelab::mla {
+namespace {
+
+using ::testing::HasSubstr;
+
+void* fake_ptr(std::uintptr_t addr) { return reinterpret_cast<void*>(addr); }
+
+TensorView view(std::uintptr_t addr, DType dtype, std::vector<std::int64_t> shape) {
+  TensorView t;
+  t.data = fake_ptr(addr);
+  t.dtype = dtype;
+  t.stride = contiguous_strides(shape);
+  t.shape = std::move(shape);
+  return t;
+}
+
+// b = 2, s_q = 2, h_q = 16, h_kv = 2, 10 pages, 4 table columns; every pointer 256-byte aligned.
+MlaDecodeArgs good_args(DType dt = DType::bf16) {
+  MlaDecodeArgs a;
+  a.q = view(0x100000, dt, {2, 2, 16, 576});
+  a.kv_cache = view(0x200000, dt, {10, 64, 2, 576});
+  a.block_table = view(0x300000, DType::i32, {2, 4});
+  a.seqlens = view(0x400000, DType::i32, {2});
+  a.out = view(0x500000, dt, {2, 2, 16, 512});
+  a.lse = view(0x600000, DType::f32, {2, 16, 2});
+  return a;
+}
+
+std::string rejection(const MlaDecodeArgs& a) {
+  try {
+    (void)validate_args(a, /*checked=*/false);
+  } catch (const UsageError& e) {
+    return e.message();
+  }
+  return "(accepted)";
+}
+
+TEST(MlaDecodeArgs, AcceptsGoodArgumentsAndReportsDims) {
+  for (DType dt : {DType::bf16, DType::f16}) {
+    const MlaDecodeDims d = validate_args(good_args(dt), /*checked=*/false);
+    EXPECT_EQ(d.b, 2);
+    EXPECT_EQ(d.s_q, 2);
+    EXPECT_EQ(d.h_q, 16);
+    EXPECT_EQ(d.h_kv, 2);
+    EXPECT_EQ(d.num_blocks, 10);
+    EXPECT_EQ(d.max_blocks, 4);
+    EXPECT_EQ(d.dtype, dt);
+    EXPECT_FLOAT_EQ(d.scale, 1.0f / 24.0f);
+  }
+  MlaDecodeArgs a = good_args();
+  a.softmax_scale = 0.125f;
+  EXPECT_FLOAT_EQ(validate_args(a, false).scale, 0.125f);
+  // Strides left empty mean row-major.
+  a.q.stride.clear();
+  EXPECT_EQ(rejection(a), "(accepted)");
+}
+
+struct BadCase {
+  std::string what;
+  std::function<void(MlaDecodeArgs&)> mutate;
+  std::string message;  // a substring the rejection must contain
+};
+
+void PrintTo(const BadCase& bc, std::ostream* os) { *os << bc.what; }
+
+class MlaDecodeArgsRejects : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(MlaDecodeArgsRejects, NamesTheArgument) {
+  MlaDecodeArgs a = good_args();
+  GetParam().mutate(a);
+  EXPECT_THAT(rejection(a), HasSubstr(GetParam().message));
+}
+
+void reshape(TensorView& t, std::vector<std::int64_t> shape) {
+  t.stride = contiguous_strides(shape);
+  t.shape = std::move(shape);
+}
+
+const BadCase kBadCases[] = {
+    // dtypes
+    {"q_dtype", [](auto& a) { a.q.dtype = DType::f32; }, "q: expected dtype bf16 or f16, got f32"},
+    {"kv_dtype", [](auto& a) { a.kv_cache.dtype = DType::f16; }, "kv_cache: expected dtype bf16 (same as q), got f16"},
+    {"out_dtype", [](auto& a) { a.out.dtype = DType::f32; }, "out: expected dtype bf16 (same as q), got f32"},
+    {"lse_dtype", [](auto& a) { a.lse.dtype = DType::bf16; }, "lse: expected dtype f32, got bf16"},
+    {"table_dtype", [](auto& a) { a.block_table.dtype = DType::i64; }, "block_table: expected dtype i32, got i64"},
+    {"seqlens_dtype", [](auto& a) { a.seqlens.dtype = DType::f32; }, "seqlens: expected dtype i32, got f32"},
+    // rank and shape
+    {"q_rank", [](auto& a) { reshape(a.q, {4, 16, 576}); }, "q: expected rank 4 [b, s_q, h_q, 576], got rank 3"},
+    {"kv_rank", [](auto& a) { reshape(a.kv_cache, {640, 2, 576}); }, "kv_cache: expected rank 4"},
+    {"table_rank", [](auto& a) { reshape(a.block_table, {8}); }, "block_table: expected rank 2"},
+    {"out_shape", [](auto& a) { reshape(a.out, {2, 2, 16, 576}); },
+     "out: expected shape [2, 2, 16, 512] [b, s_q, h_q, 512], got [2, 2, 16, 576]"},
+    {"lse_shape", [](auto& a) { reshape(a.lse, {2, 2, 16}); }, "lse: expected shape [2, 16, 2] [b, h_q, s_q]"},
+    {"table_rows", [](auto& a) { reshape(a.block_table, {3, 4}); }, "block_table: expected 2 rows (b from q)"},
+    {"seqlens_shape", [](auto& a) { reshape(a.seqlens, {3}); }, "seqlens: expected shape [2] [b], got [3]"},
+    {"kv_heads_vs_q", [](auto& a) { reshape(a.kv_cache, {10, 64, 5, 576}); }, "h_q (16) must be a multiple of h_kv (5)"},
+    // head dims and page size
+    {"q_head_dim", [](auto& a) { reshape(a.q, {2, 2, 16, 512}); }, "q: unsupported head dim 512, expected 576"},
+    {"kv_head_dim", [](auto& a) { reshape(a.kv_cache, {10, 64, 2, 128}); },
+     "kv_cache: unsupported head dim 128, expected 576"},
+    {"page_size", [](auto& a) { reshape(a.kv_cache, {20, 32, 2, 576}); }, "kv_cache: expected 64 tokens per page, got 32"},
+    // supported ranges
+    {"b_large", [](auto& a) { reshape(a.q, {1025, 2, 16, 576}); }, "b (q dim 0) = 1025 is unsupported, expected 1..1024"},
+    {"s_q_large", [](auto& a) { reshape(a.q, {2, 9, 16, 576}); }, "s_q (q dim 1) = 9 is unsupported, expected 1..8"},
+    {"s_q_zero", [](auto& a) { reshape(a.q, {2, 0, 16, 576}); }, "s_q (q dim 1) = 0 is unsupported"},
+    {"h_q_large", [](auto& a) { reshape(a.q, {2, 2, 129, 576}); }, "h_q (q dim 2) = 129 is unsupported, expected 1..128"},
+    {"h_kv_large", [](auto& a) { reshape(a.kv_cache, {10, 64, 16, 576}); },
+     "h_kv (kv_cache dim 2) = 16 is unsupported, expected 1..8"},
+    {"no_blocks", [](auto& a) { reshape(a.kv_cache, {0, 64, 2, 576}); }, "kv_cache: expected 1.."},
+    {"table_width", [](auto& a) { reshape(a.block_table, {2, 0}); }, "block_table: expected 1.."},
+    // layout
+    {"q_last_stride", [](auto& a) { a.q.stride = {2 * 2 * 16 * 1152, 16 * 1152, 1152, 2}; },
+     "q: last dimension must be contiguous (stride 1), got stride 2"},
+    {"out_last_stride", [](auto& a) { a.out.stride[3] = 3; }, "out: last dimension must be contiguous (stride 1), got stride 3"},
+    {"lse_last_stride", [](auto& a) { a.lse.stride = {64, 1, 16}; }, "lse: last dimension must be contiguous"},
+    {"q_row_stride", [](auto& a) { a.q.stride = {2 * 16 * 577 * 2, 16 * 577, 577, 1}; },
+     "q: stride of dim 2 is 577 elements (1154 bytes), expected a multiple of 16 bytes"},
+    {"kv_negative_stride", [](auto& a) { a.kv_cache.stride[0] = -64 * 2 * 576; }, "kv_cache: stride of dim 0 must be positive"},
+    {"table_rows_overlap", [](auto& a) { a.block_table.stride = {2, 1}; },
+     "block_table: row stride 2 is smaller than a row (max_blocks = 4)"},
+    {"stride_count", [](auto& a) { a.out.stride = {1}; }, "out: has 1 strides for rank 4"},
+    // pointers
+    {"q_misaligned", [](auto& a) { a.q.data = fake_ptr(0x100002); }, "q: pointer 0x100002 is not 16-byte aligned"},
+    {"kv_misaligned", [](auto& a) { a.kv_cache.data = fake_ptr(0x200008); }, "kv_cache: pointer 0x200008 is not 16-byte aligned"},
+    {"out_misaligned", [](auto& a) { a.out.data = fake_ptr(0x500004); }, "out: pointer 0x500004 is not 16-byte aligned"},
+    {"lse_misaligned", [](auto& a) { a.lse.data = fake_ptr(0x600002); }, "lse: pointer 0x600002 is not 4-byte aligned"},
+    {"table_misaligned", [](auto& a) { a.block_table.data = fake_ptr(0x300001); }, "block_table: pointer 0x300001 is not 4-byte aligned"},
+    {"seqlens_null", [](auto& a) { a.seqlens.data = nullptr; }, "seqlens: pointer is null"},
+    // scale
+    {"scale_nan", [](auto& a) { a.softmax_scale = NAN; }, "softmax_scale: expected a finite value > 0"},
+    {"scale_negative", [](auto& a) { a.softmax_scale = -1.0f; }, "softmax_scale: expected a finite value > 0"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Each, MlaDecodeArgsRejects, ::testing::ValuesIn(kBadCases),
+                         [](const auto& info) { return info.param.what; });
+
+Problem parse(std::map<std::string, std::string> flags) {
+  return make_problem(MlaDecodeProblem::family(), flags);
+}
+
+TEST(MlaDecodeProblem, FamilyDefaults) {
+  const MlaDecodeProblem p = MlaDecodeProblem::from(parse({}));
+  EXPECT_EQ(p.b, 128);
+  EXPECT_EQ(p.s_q, 1);
+  EXPECT_EQ(p.t, 4096);
+  EXPECT_EQ(p.h_q, 128);
+  EXPECT_EQ(p.h_kv, 1);
+  EXPECT_FALSE(p.varlen);
+  EXPECT_FALSE(p.causal);
+  EXPECT_EQ(p.dtype, DType::bf16);
+  EXPECT_EQ(MlaDecodeProblem::family().name, "mla_decode");
+}
+
+TEST(MlaDecodeProblem, ParsesFlags) {
+  const MlaDecodeProblem p = MlaDecodeProblem::from(
+      parse({{"b", "6"}, {"s", "2"}, {"t", "777"}, {"h", "64"}, {"hkv", "4"}, {"varlen", "true"},
+             {"causal", "true"}, {"dtype", "f16"}}));
+  EXPECT_EQ(p.b, 6);
+  EXPECT_EQ(p.s_q, 2);
+  EXPECT_EQ(p.t, 777);
+  EXPECT_EQ(p.h_q, 64);
+  EXPECT_EQ(p.h_kv, 4);
+  EXPECT_TRUE(p.varlen);
+  EXPECT_TRUE(p.causal);
+  EXPECT_EQ(p.dtype, DType::f16);
+}
+
+TEST(MlaDecodeProblem, SanitizeProblemIsValidAndSmall) {
+  const MlaDecodeProblem p = MlaDecodeProblem::from(parse(MlaDecodeProblem::family().sanitize_problem));
+  EXPECT_LE(p.b * p.t, 4096);
+  EXPECT_GT(p.s_q, 1);
+  EXPECT_TRUE(p.causal);
+  EXPECT_TRUE(p.varlen);
+}
+
+std::string problem_rejection(std::map<std::string, std::string> flags) {
+  try {
+    (void)MlaDecodeProblem::from(parse(std::move(flags)));
+  } catch (const UsageError& e) {
+    return e.message();
+  }
+  return "(accepted)";
+}
+
+TEST(MlaDecodeProblem, RejectsHeadsNotAMultipleOfKvHeads) {
+  EXPECT_THAT(problem_rejection({{"h", "12"}, {"hkv", "5"}}), HasSubstr("h (12) must be a multiple of hkv (5)"));
+  EXPECT_EQ(problem_rejection({{"h", "12"}, {"hkv", "4"}}), "(accepted)");
+}
+
+TEST(MlaDecodeProblem, RejectsOutOfRangeFlagsNamingThem) {
+  EXPECT_THAT(problem_rejection({{"b", "1025"}}), HasSubstr("parameter 'b' of mla_decode must be in [1, 1024]"));
+  EXPECT_THAT(problem_rejection({{"s", "9"}}), HasSubstr("parameter 's' of mla_decode must be in [1, 8]"));
+  EXPECT_THAT(problem_rejection({{"t", "131073"}}), HasSubstr("parameter 't' of mla_decode must be in [1, 131072]"));
+  EXPECT_THAT(problem_rejection({{"t", "0"}}), HasSubstr("parameter 't'"));
+  EXPECT_THAT(problem_rejection({{"h", "129"}}), HasSubstr("parameter 'h' of mla_decode must be in [1, 128]"));
+  EXPECT_THAT(problem_rejection({{"hkv", "9"}}), HasSubstr("parameter 'hkv' of mla_decode must be in [1, 8]"));
+  EXPECT_THAT(problem_rejection({{"dtype", "f32"}}), HasSubstr("parameter 'dtype'"));
+  EXPECT_EQ(problem_rejection({{"b", "1024"}, {"s", "8"}, {"t", "4096"}, {"h", "1"}, {"hkv", "1"}}), "(accepted)");
+}
+
+TEST(MlaDecodeProblem, RejectsProblemsBeyondTheMemoryCap) {
+  const std::string why = problem_rejection({{"b", "1024"}, {"t", "131072"}});
+  EXPECT_THAT(why, HasSubstr("b=1024"));
+  EXPECT_THAT(why, HasSubstr("t=131072"));
+  EXPECT_THAT(why, HasSubstr("GiB"));
+  // The largest public case fits.
+  EXPECT_EQ(problem_rejection({{"b", "128"}, {"s", "2"}, {"t", "32768"}, {"varlen", "true"}}), "(accepted)");
+}
+
+TEST(MlaDecodeCase, FixedLengths) {
+  MlaDecodeProblem p;
+  p.b = 5;
+  p.t = 300;
+  const MlaDecodeCase c = MlaDecodeCase::from_problem(p, 7);
+  EXPECT_EQ(c.seqlens, std::vector<int>(5, 300));
+  EXPECT_EQ(c.blocks_per_seq(), 5);  // ceil(300 / 64)
+  EXPECT_DOUBLE_EQ(c.mean_seqlen(), 300.0);
+}
+
+TEST(MlaDecodeCase, VariableLengthsAreSeededClippedAndCentred) {
+  MlaDecodeProblem p;
+  p.b = 1024;
+  p.s_q = 2;
+  p.t = 4096;
+  p.varlen = true;
+  const MlaDecodeCase a = MlaDecodeCase::from_problem(p, 1);
+  const MlaDecodeCase a2 = MlaDecodeCase::from_problem(p, 1);
+  const MlaDecodeCase b = MlaDecodeCase::from_problem(p, 2);
+  EXPECT_EQ(a.seqlens, a2.seqlens);
+  EXPECT_NE(a.seqlens, b.seqlens);
+  int below_t = 0;
+  for (int len : a.seqlens) {
+    EXPECT_GE(len, p.s_q);
+    EXPECT_LE(len, 131072);
+    below_t += len < 4096 ? 1 : 0;
+  }
+  // N(t, t/2) over 1024 draws: the mean within 3 standard errors (t/2/32 = 64) of t, a spread.
+  EXPECT_NEAR(a.mean_seqlen(), 4096.0, 3 * 64.0 + 0.01 * 4096);
+  EXPECT_GT(below_t, 300);
+  EXPECT_LT(below_t, 724);
+}
+
+TEST(MlaDecodeCase, BlocksPerSeq) {
+  MlaDecodeCase c;
+  c.b = 3;
+  c.seqlens = {0, 65, 64};
+  EXPECT_EQ(c.blocks_per_seq(), 2);
+  c.seqlens = {0, 0, 0};
+  EXPECT_EQ(c.blocks_per_seq(), 1);  // never an empty table
+  c.max_blocks_per_seq = 5;
+  EXPECT_EQ(c.blocks_per_seq(), 5);
+}
+
+TEST(MlaDecodeCost, MatchesTheDesignFormula) {
+  MlaDecodeCase c;
+  c.b = 2;
+  c.s_q = 2;
+  c.h_q = 16;
+  c.h_kv = 1;
+  c.seqlens = {100, 300};  // mean 200
+  // flops = b * s_q * h_q * mean * 2 * (576 + 512)
+  EXPECT_DOUBLE_EQ(mla_flops(c), 2.0 * 2 * 16 * 200 * 2 * 1088);
+  // bytes = b * (s_q*h_q*576*2 + mean*h_kv*576*kv_bytes + s_q*h_q*512*2)
+  EXPECT_DOUBLE_EQ(mla_bytes(c), 2.0 * (2 * 16 * 576 * 2 + 200 * 1 * 576 * 2 + 2 * 16 * 512 * 2));
+  c.h_kv = 2;
+  c.dtype = DType::f16;
+  EXPECT_DOUBLE_EQ(mla_bytes(c), 2.0 * (2 * 16 * 576 * 2 + 200 * 2 * 576 * 2 + 2 * 16 * 512 * 2));
+}
+
+TEST(MlaDecodeCost, PublicCaseMatchesAnchorThroughput) {
+  // ANCHORS.md: b=128, s_q=1, h_q=128, s_k=16384 at 1047.4 us is 2341 GB/s and 558 TFLOP/s.
+  const MlaDecodeProblem p = MlaDecodeProblem::from(parse({{"b", "128"}, {"t", "16384"}, {"h", "128"}}));
+  const Cost cost = problem_cost(p);
+  EXPECT_NEAR(cost.bytes / 1047.4e-6 / 1e9, 2341, 2);
+  EXPECT_NEAR(cost.flops / 1047.4e-6 / 1e12, 558, 1);
+}
+
+TEST(MlaDecodeCost, VarlenCostUsesTheLengthsThePlanRuns) {
+  const MlaDecodeProblem p =
+      MlaDecodeProblem::from(parse({{"b", "128"}, {"t", "8192"}, {"varlen", "true"}, {"s", "2"}}));
+  const MlaDecodeCase c = problem_case(p);
+  EXPECT_DOUBLE_EQ(problem_cost(p).flops, mla_flops(c));
+  EXPECT_DOUBLE_EQ(problem_cost(p).bytes, mla_bytes(c));
+  EXPECT_NE(c.mean_seqlen(), 8192.0);
+}
+
+TEST(MlaDecodeTolerance, FollowsMeasureMd) {
+  const Tolerance bf16 = out_tolerance(DType::bf16);
+  const Tolerance f16 = out_tolerance(DType::f16);
+  EXPECT_DOUBLE_EQ(bf16.max_rel_l2, 1e-2);  // the bound for bf16
+  EXPECT_LT(f16.max_rel_l2, bf16.max_rel_l2);
+  EXPECT_LT(f16.atol, bf16.atol);
+  EXPECT_LE(lse_tolerance().max_rel_l2, 1e-5);  // fp32
+}
+
+}  // namespace
+}  // namespace cutelab::mla

@@ -1,0 +1,159 @@
+// Every registered plan of family mla_decode, every config that validates, against the fp32
+// GPU reference through the runtime's checker: a cross-section of the issue's matrix (b, s_q,
+// lengths around page borders, h_q, h_kv, causal, empty requests, f16), always with shuffled
+// page order and NaN in every slot no request owns.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cutelab/core/error.hpp"
+#include "cutelab/runtime/check.hpp"
+#include "cutelab/runtime/registry.hpp"
+#include "kernels/mla_decode/mla_test_util.hpp"
+#include "mla_decode/common/plan_base.hpp"
+#include "mla_decode/common/workspace.hpp"
+
+namespace cutelab::mla {
+namespace {
+
+struct MatrixCase {
+  std::string name;
+  MlaDecodeCase c;
+  std::uint64_t seed = 0;
+};
+
+// Lengths drawn uniformly from [lo, hi], every `zero_every`-th request empty (0: none).
+std::vector<int> random_lens(int b, int lo, int hi, int zero_every, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> dist(lo, hi);
+  std::vector<int> lens(b);
+  for (int i = 0; i < b; ++i) lens[i] = (zero_every > 0 && i % zero_every == zero_every - 1) ? 0 : dist(rng);
+  return lens;
+}
+
+// Lengths ~ N(mean, mean / 2), clipped to [s_q, 4 * mean]: the suite's varlen shape.
+std::vector<int> normal_lens(int b, int mean, int s_q, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> dist(mean, mean / 2.0);
+  std::vector<int> lens(b);
+  for (int& l : lens) l = static_cast<int>(std::clamp(std::round(dist(rng)), double(s_q), 4.0 * mean));
+  return lens;
+}
+
+std::vector<MatrixCase> matrix_cases() {
+  std::vector<MatrixCase> v;
+  const auto add = [&](std::string tag, int b, int s_q, int h_q, int h_kv, bool causal, std::vector<int> lens,
+                       DType dt = DType::bf16) {
+    std::string name = concat("b", b, "_s", s_q, "_h", h_q, "_kv", h_kv, causal ? "_causal" : "", "_", tag,
+                              dt == DType::f16 ? "_f16" : "");
+    const std::uint64_t seed = 1000 + v.size();  // a fresh seed per case, reproducible
+    v.push_back({std::move(name), make_case(b, s_q, h_q, h_kv, causal, dt, std::move(lens)), seed});
+  };
+  // One request: the page borders and the head counts of the issue.
+  add("len1", 1, 1, 1, 1, false, {1});
+  add("len20", 1, 1, 16, 1, false, {20});
+  add("len63", 1, 2, 64, 1, true, {63});
+  add("len64", 1, 4, 128, 1, true, {64});
+  add("len65", 1, 1, 128, 1, false, {65});
+  add("len140", 1, 1, 16, 1, false, {140});
+  add("len4096", 1, 1, 128, 1, false, {4096});
+  add("len4096", 1, 2, 128, 1, false, {4096});
+  add("len2", 1, 4, 1, 1, true, {2});  // rows 0 and 1 see no key
+  add("len100", 1, 4, 16, 1, false, {100});
+  // Two requests: empty ones, a length below s_q, mixed page counts.
+  add("len0_65", 2, 1, 16, 1, false, {0, 65});
+  add("len140_1", 2, 2, 16, 1, true, {140, 1});
+  add("len63_64", 2, 4, 64, 1, true, {63, 64});
+  add("len4096_20", 2, 1, 128, 1, false, {4096, 20});
+  add("len65_300", 2, 2, 64, 2, true, {65, 300});
+  add("len0_0", 2, 1, 1, 1, false, {0, 0});
+  add("len65_4096", 2, 2, 64, 1, true, {65, 4096}, DType::f16);
+  // Six requests, every length of the issue among them.
+  add("mixed", 6, 1, 64, 1, false, {1, 20, 63, 64, 65, 140});
+  add("mixed", 6, 2, 128, 1, true, {0, 140, 4096, 1, 64, 65});
+  add("mixed", 6, 4, 16, 1, true, {5, 0, 77, 130, 4, 200});
+  add("mixed", 6, 1, 1, 1, false, {3, 64, 128, 129, 0, 1000});
+  add("mixed", 6, 2, 16, 2, true, {20, 63, 0, 65, 140, 257});
+  add("mixed", 6, 1, 64, 4, false, {64, 1, 500, 0, 191, 192});
+  add("mixed", 6, 4, 128, 2, true, {4096, 3, 64, 65, 0, 700});
+  add("mixed", 6, 1, 16, 8, false, {140, 1, 65, 63, 0, 20});
+  add("group3", 6, 2, 12, 4, true, {33, 0, 128, 200, 64, 1});
+  add("mixed", 6, 1, 128, 1, false, {1, 20, 63, 64, 65, 140}, DType::f16);
+  // Sixty-four requests: varied lengths with empty ones; 4096 only twice.
+  add("var600", 64, 1, 128, 1, false, random_lens(64, 1, 600, 7, 1));
+  add("var1500", 64, 2, 64, 1, true, random_lens(64, 1, 1500, 9, 2));
+  add("var300", 64, 4, 16, 1, true, random_lens(64, 0, 300, 0, 3));
+  add("var200", 64, 1, 1, 1, false, random_lens(64, 0, 200, 5, 4));
+  add("len4096", 64, 1, 16, 1, false, std::vector<int>(64, 4096));
+  add("normal4096", 64, 2, 128, 1, true, normal_lens(64, 4096, 2, 5));
+  return v;
+}
+
+// gtest prints a parameter with this instead of its bytes.
+void PrintTo(const MatrixCase& mc, std::ostream* os) { *os << mc.name << " (seed " << mc.seed << ")"; }
+
+class MlaDecodeMatrix : public ::testing::TestWithParam<MatrixCase> {};
+
+TEST_P(MlaDecodeMatrix, EveryPlanMatchesTheReference) {
+  CUTELAB_REQUIRE_GPU();
+  const MatrixCase& mc = GetParam();
+  const std::vector<const KernelPlan*> plans = family_plans();
+  ASSERT_FALSE(plans.empty()) << "no plan of family mla_decode is registered";
+
+  MlaDecodeWorkspace ws(mc.c, mc.seed);
+  const Problem problem = problem_for(mc.c);
+  const std::vector<std::vector<float>> ref = reference_outputs(ws);
+  const std::vector<OutputSpec> outputs = ws.outputs();
+  ASSERT_EQ(ref.size(), outputs.size());
+
+  int runs = 0;
+  std::string skipped;
+  for (const KernelPlan* plan : plans) {
+    const std::string name = plan->id().full();
+    if (auto why = arch_mismatch(plan->arch(), device())) {
+      skipped += concat(name, ": ", *why, "; ");
+      continue;
+    }
+    std::string invalid;
+    int valid = 0;
+    for (const ConfigDesc& config : plan->configs(problem, device())) {
+      if (auto why = plan->validate(problem, config, device())) {
+        invalid += concat(config.name, ": ", *why, "; ");
+        continue;
+      }
+      ++valid;
+      const std::string what = concat(name, " config ", config.name, " seed ", mc.seed);
+      try {
+        ws.poison(nullptr);
+        const Kernel kernel = plan->plan(problem, config, ws, device());
+        kernel.launch(nullptr);
+        CUTELAB_CUDA_LAUNCH();
+        CUTELAB_CUDA(cudaDeviceSynchronize());
+      } catch (const Error& e) {
+        ADD_FAILURE() << what << ": " << e.message();
+        continue;
+      }
+      for (std::size_t i = 0; i < outputs.size(); ++i) {
+        const std::vector<std::uint8_t> got = copy_to_host_bytes(outputs[i].view);
+        const CheckResult r = check_output(outputs[i].name, outputs[i].view.dtype, got.data(), ref[i], outputs[i].tol);
+        EXPECT_TRUE(r.passed) << what << ": " << r.reason << "\n  " << r.to_json().dump();
+      }
+      ++runs;
+    }
+    // The issue asks every design to take every size of the family.
+    EXPECT_GT(valid, 0) << name << " has no valid config for " << problem.key() << ": " << invalid;
+  }
+  if (runs == 0 && !skipped.empty()) GTEST_SKIP() << skipped;
+}
+
+INSTANTIATE_TEST_SUITE_P(Issue3, MlaDecodeMatrix, ::testing::ValuesIn(matrix_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace cutelab::mla

@@ -1,0 +1,231 @@
+// Device fills, copies, checks and timing on a real GPU; skipped, with the reason, without one.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "cutelab/runtime/check.hpp"
+#include "cutelab/runtime/device.hpp"
+#include "cutelab/runtime/tensor.hpp"
+#include "cutelab/runtime/timing.hpp"
+#include "cutelab/runtime/tuner.hpp"
+
+namespace cutelab {
+namespace {
+
+class RuntimeGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (cuda_device_count(&why) == 0) GTEST_SKIP() << why;
+    dev = query_device(0, DeviceDb::load_default());
+  }
+  DeviceInfo dev;
+};
+
+TEST_F(RuntimeGpu, SameSeedSameValuesAnyDtype) {
+  // Odd sizes: tails of every grid-stride loop.
+  for (DType t : {DType::bf16, DType::f16, DType::f32, DType::f64, DType::e4m3, DType::e5m2, DType::i32, DType::u8}) {
+    DeviceTensor a(t, {3, 1001}), b(t, {3, 1001}), c(t, {3, 1001});
+    fill_uniform(a.view(), 42, -2.0, 2.0);
+    fill_uniform(b.view(), 42, -2.0, 2.0);
+    fill_uniform(c.view(), 43, -2.0, 2.0);
+    const auto ha = copy_to_host_bytes(a.view()), hb = copy_to_host_bytes(b.view()), hc = copy_to_host_bytes(c.view());
+    EXPECT_EQ(ha, hb) << dtype_name(t);
+    EXPECT_NE(ha, hc) << dtype_name(t);
+  }
+}
+
+TEST_F(RuntimeGpu, UniformStaysInRangeAndNormalHasItsMoments) {
+  DeviceTensor u(DType::f32, {1 << 20});
+  fill_uniform(u.view(), 7, -0.5, 1.5);
+  const std::vector<float> hu = copy_to_host<float>(u.view());
+  const auto [lo, hi] = std::minmax_element(hu.begin(), hu.end());
+  EXPECT_GE(*lo, -0.5f);
+  EXPECT_LT(*hi, 1.5f);
+  EXPECT_LT(*lo, -0.49f);  // the range is actually covered
+  EXPECT_GT(*hi, 1.49f);
+
+  DeviceTensor n(DType::f32, {1 << 20});
+  fill_normal(n.view(), 9, 1.0, 2.0);
+  const std::vector<float> hn = copy_to_host<float>(n.view());
+  double sum = 0, sum2 = 0;
+  for (float v : hn) sum += v, sum2 += static_cast<double>(v) * v;
+  const double mean = sum / hn.size(), var = sum2 / hn.size() - mean * mean;
+  EXPECT_NEAR(mean, 1.0, 0.02);           // 6 standard errors of the mean (2/1024)
+  EXPECT_NEAR(std::sqrt(var), 2.0, 0.02);
+
+  DeviceTensor ints(DType::i32, {4099});
+  fill_uniform(ints.view(), 3, 0, 9);
+  const std::vector<int> hi32 = copy_to_host<int>(ints.view());
+  EXPECT_EQ(*std::min_element(hi32.begin(), hi32.end()), 0);
+  EXPECT_EQ(*std::max_element(hi32.begin(), hi32.end()), 9);
+}
+
+TEST_F(RuntimeGpu, PoisonIsDetectedAfterCopyBack) {
+  for (DType t : {DType::bf16, DType::f16, DType::f32, DType::e4m3, DType::i32}) {
+    DeviceTensor y(t, {257});
+    fill_poison(y.view());
+    const auto bytes = copy_to_host_bytes(y.view());
+    for (std::size_t i = 0; i < 257; ++i) ASSERT_TRUE(is_poison(t, bytes.data(), i)) << dtype_name(t) << " " << i;
+    const std::vector<float> ref(257, 1.0f);
+    const CheckResult r = check_output("y", t, bytes.data(), ref, {1e-2, 1e-2, 1e-2});
+    EXPECT_EQ(r.unwritten, 257u) << dtype_name(t);
+    EXPECT_FALSE(r.passed);
+  }
+  // A strided view poisons only its own elements.
+  DeviceTensor base(DType::f32, {4, 8});
+  fill_constant(base.view(), 0.0);
+  TensorView column{base.data(), DType::f32, {4}, {8}};
+  fill_poison(column);
+  const std::vector<std::uint8_t> all = copy_to_host_bytes(base.view());
+  for (std::size_t i = 0; i < 32; ++i) EXPECT_EQ(is_poison(DType::f32, all.data(), i), i % 8 == 0) << i;
+}
+
+TEST_F(RuntimeGpu, DeviceTensorRoundTripChecksClean) {
+  std::vector<float> host(1000);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = std::sin(0.01f * static_cast<float>(i));
+  const DeviceTensor t = DeviceTensor::from_host(DType::f32, {10, 100}, host);
+  const auto bytes = copy_to_host_bytes(t.view());
+  const CheckResult r = check_output("t", DType::f32, bytes.data(), host, {0, 0, 1e-12});
+  EXPECT_TRUE(r.passed) << r.reason;
+  EXPECT_EQ(r.rel_l2, 0.0);
+  EXPECT_EQ(copy_to_host_float(t.view()), host);
+}
+
+TEST_F(RuntimeGpu, TimeLaunchGivesSaneStats) {
+  DeviceTensor x(DType::f32, {1 << 22});  // 16 MiB
+  TimingOptions o;
+  o.min_samples = 20;
+  o.max_seconds = 0.5;
+  const TimingStats s = time_launch([&](cudaStream_t st) { fill_constant(x.view(), 1.0, st); }, dev, o, nullptr);
+  EXPECT_GE(s.n, 20);
+  EXPECT_GT(s.median_us, 0);
+  EXPECT_LT(s.median_us, 100000);
+  EXPECT_LE(s.p10_us, s.median_us);
+  EXPECT_LE(s.median_us, s.p90_us);
+  EXPECT_LE(s.min_us, s.p10_us);
+  EXPECT_EQ(s.stop_reason.find("direct launches"), std::string::npos) << s.stop_reason;  // the graph captured
+  EXPECT_TRUE(s.stop_reason.rfind("converged", 0) == 0 || s.stop_reason.rfind("time cap", 0) == 0 ||
+              s.stop_reason.rfind("sample cap", 0) == 0)
+      << s.stop_reason;
+
+  // A launch that cannot be captured (it synchronizes its stream, which capture forbids; a
+  // legacy-stream cudaMemcpy is not enough: it simply runs outside the graph) falls back and says so.
+  const TimingStats d = time_launch(
+      [&](cudaStream_t st) {
+        fill_constant(x.view(), 1.0, st);
+        CUTELAB_CUDA(cudaStreamSynchronize(st));
+      },
+      dev, o, nullptr);
+  EXPECT_GE(d.n, 20);
+  EXPECT_NE(d.stop_reason.find("direct launches"), std::string::npos) << d.stop_reason;
+}
+
+TEST_F(RuntimeGpu, QueryDeviceMergesLiveValues) {
+  EXPECT_TRUE(dev.present);
+  EXPECT_FALSE(dev.name.empty());
+  EXPECT_GT(dev.sm_count, 0);
+  EXPECT_GT(dev.smem_per_block_optin, 0u);
+  EXPECT_EQ(dev.source.at("sm_count"), "live");
+  EXPECT_FALSE(dev.runtime_version.empty());
+}
+
+// A "kernel" made of runtime fills, so the tuner's bookkeeping can be checked on any GPU.
+struct FillProblem {
+  std::int64_t n = 0;
+  static const Family& family() {
+    static const Family f{"fill", "test", {{"n", "size", ParamSpec::Kind::integer, "10007", 1, 1 << 28, {}}}, {}};
+    return f;
+  }
+  static FillProblem from(const Problem& p) { return {p.integer("n")}; }
+};
+struct FillConfig {
+  std::string kind;  // good | wrong | half | huge
+  [[nodiscard]] std::string name() const { return kind; }
+  [[nodiscard]] nlohmann::json to_json() const { return {{"kind", kind}}; }
+  [[nodiscard]] std::optional<std::string> validate(const FillProblem&, const DeviceInfo& dev) const {
+    if (kind == "huge") return concat("needs more shared memory than ", dev.smem_per_block_optin, " B");
+    return std::nullopt;
+  }
+};
+class FillWorkspace : public Workspace {
+ public:
+  explicit FillWorkspace(std::int64_t n) : y(DType::bf16, {n}) {}
+  [[nodiscard]] std::vector<OutputSpec> outputs() const override { return {{"y", y.view(), {1e-2, 1e-2, 1e-2}}}; }
+  DeviceTensor y;
+};
+class FillPlan : public TypedPlan<FillProblem, FillConfig, FillWorkspace> {
+ public:
+  [[nodiscard]] KernelId id() const override { return {"baseline", "fill", "constant", "v1"}; }
+  [[nodiscard]] ArchRequirement arch() const override { return {8, 0, false}; }
+  [[nodiscard]] std::string summary() const override { return "fills y with 1"; }
+
+ protected:
+  std::unique_ptr<FillWorkspace> make_inputs(const FillProblem& p, std::uint64_t) const override {
+    return std::make_unique<FillWorkspace>(p.n);
+  }
+  std::vector<std::vector<float>> make_reference(const FillProblem& p, FillWorkspace&) const override {
+    return {std::vector<float>(static_cast<std::size_t>(p.n), 1.0f)};
+  }
+  std::vector<FillConfig> make_configs(const FillProblem&, const DeviceInfo&) const override {
+    return {{"huge"}, {"wrong"}, {"half"}, {"good"}};
+  }
+  Cost make_cost(const FillProblem& p) const override { return {0, 2.0 * static_cast<double>(p.n)}; }
+  Kernel make_kernel(const FillProblem& p, const FillConfig& c, FillWorkspace& ws, const DeviceInfo&) const override {
+    Kernel k;
+    TensorView v = ws.y.view();
+    if (c.kind == "half") v.shape = {p.n / 2};
+    const double value = c.kind == "wrong" ? 2.0 : 1.0;
+    k.launch = [v, value](cudaStream_t s) { fill_constant(v, value, s); };
+    return k;
+  }
+};
+
+TEST_F(RuntimeGpu, TunerRecordsEveryConfigAndCachesTheWinner) {
+  const std::string cache_dir = (std::filesystem::temp_directory_path() / "cutelab-runtime-gpu-test").string();
+  std::filesystem::remove_all(cache_dir);
+  const FillPlan plan;
+  const Problem p = make_problem(plan.family(), std::map<std::string, std::string>{});
+  RunOptions o;
+  o.tune = true;
+  o.cache_dir = cache_dir;
+  o.timing.max_seconds = 0.2;
+  std::vector<std::string> progress;
+  const RunResult tuned = run_kernel(plan, p, dev, o, std::nullopt, [&](const std::string& m) { progress.push_back(m); });
+  ASSERT_EQ(tuned.status, RunResult::Status::ok) << tuned.message;
+  ASSERT_EQ(tuned.tuning.size(), 4u);
+  EXPECT_EQ(tuned.tuning[0].status, ConfigOutcome::Status::invalid);
+  EXPECT_EQ(tuned.tuning[1].status, ConfigOutcome::Status::check_failed);
+  EXPECT_EQ(tuned.tuning[2].status, ConfigOutcome::Status::check_failed);
+  EXPECT_NE(tuned.tuning[2].reason.find("never written"), std::string::npos) << tuned.tuning[2].reason;
+  EXPECT_EQ(tuned.tuning[3].status, ConfigOutcome::Status::ok);
+  EXPECT_EQ(tuned.config_source, "tuned");
+  EXPECT_EQ(tuned.config->name, "good");
+  ASSERT_EQ(tuned.checks.size(), 1u);
+  EXPECT_TRUE(tuned.checks[0].passed);
+  ASSERT_TRUE(tuned.timing);
+  EXPECT_GT(tuned.timing->median_us, 0);
+  EXPECT_FALSE(progress.empty());
+  EXPECT_EQ(tuned.to_json().at("tuning").size(), 4u);
+
+  o.tune = false;
+  const RunResult cached = run_kernel(plan, p, dev, o, std::nullopt);
+  EXPECT_EQ(cached.config_source, "cache") << cached.message;
+  EXPECT_EQ(cached.config->name, "good");
+
+  o.config = "wrong";
+  const RunResult forced = run_kernel(plan, p, dev, o, std::nullopt);
+  EXPECT_EQ(forced.status, RunResult::Status::check_failed);
+  EXPECT_TRUE(forced.timing);  // measured all the same
+  o.config = "huge";
+  EXPECT_THROW((void)run_kernel(plan, p, dev, o, std::nullopt), UsageError);
+  o.config = "nonexistent";
+  EXPECT_THROW((void)run_kernel(plan, p, dev, o, std::nullopt), UsageError);
+  std::filesystem::remove_all(cache_dir);
+}
+
+}  // namespace
+}  // namespace cutelab
