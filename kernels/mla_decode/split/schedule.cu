@@ -6,6 +6,8 @@
 #include <cub/block/block_scan.cuh>
 
 #include "cutelab/core/error.hpp"
+#include "cutelab/device/sm90/pdl.cuh"
+#include "cutelab/runtime/launch.hpp"
 #include "mla_decode/common/problem.hpp"
 
 namespace cutelab::mla {
@@ -30,7 +32,7 @@ split_schedule_kernel(const int* __restrict__ seqlens, int b, SplitSchedule s) {
   if (i == 0) total_cost = total;
   __syncthreads();
 
-  const int per_part = max(1, (total_cost + s.num_parts - 1) / s.num_parts);
+  const int per_part = max(max(1, s.min_blocks_per_part), (total_cost + s.num_parts - 1) / s.num_parts);
 
   // Part p starts at the first block whose position on the cost line is >= p * per_part.
   for (int p = i; p <= s.num_parts; p += kScheduleThreads) {
@@ -59,6 +61,8 @@ split_schedule_kernel(const int* __restrict__ seqlens, int b, SplitSchedule s) {
   int offset = 0, unused = 0;
   Scan(scan_storage).ExclusiveSum(num_splits > 1 ? num_splits : 0, offset, unused);
   if (i < b) s.requests[i] = RequestSplit{num_splits, offset, first_part, n};
+  // The main kernel (a programmatic dependent) may now launch; it waits for these writes.
+  sm90::allow_dependent_launch();
 }
 
 template <class Element>
@@ -77,11 +81,16 @@ __device__ __forceinline__ void store_out<__half>(__half* out, int idx, float4 v
 }
 
 constexpr int kCombineWarps = 4;
+constexpr int kSplitsInFlight = 8;  // partial rows loaded before the first is used
 
 // One warp per (request, kv head, packed query row); each lane owns 16 of the 512 columns.
+// A small batch splits each request many ways (b = 1: ~30 pieces), so the loop over pieces is
+// latency-bound: the lanes read the pieces' lse values in parallel, and the partial rows are
+// loaded kSplitsInFlight at a time.
 template <class Element>
 __global__ void __launch_bounds__(kCombineWarps * 32)
 split_combine_kernel(CombineArgs a) {
+  sm90::wait_for_prior_grid();
   const int req = blockIdx.x;
   const RequestSplit rs = a.requests[req];
   if (rs.num_splits == 1) return;
@@ -96,32 +105,45 @@ split_combine_kernel(CombineArgs a) {
 
   Element* out = static_cast<Element*>(a.out) + ((static_cast<int64_t>(req) * a.s_q + s) * a.h_q + head) * kHeadDimV;
   float* lse_out = a.lse + (static_cast<int64_t>(req) * a.h_q + head) * a.s_q + s;
+  const auto slot_row = [&](int k) {
+    return (static_cast<int64_t>(rs.split_offset + k) * a.h_kv + kv_head) * a.partials.rows_per_head + row;
+  };
 
   float max_lse = -INFINITY;
-  for (int k = 0; k < rs.num_splits; ++k) {
-    const int64_t slot = rs.split_offset + k;
-    max_lse = fmaxf(max_lse, a.partials.lse[(slot * a.h_kv + kv_head) * a.partials.rows_per_head + row]);
-  }
+  for (int k = lane; k < rs.num_splits; k += 32) max_lse = fmaxf(max_lse, a.partials.lse[slot_row(k)]);
+  for (int offset = 16; offset > 0; offset /= 2) max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, offset));
+
   float4 acc[4] = {};
   float sum = 0.f;
   if (max_lse != -INFINITY) {
-    for (int k = 0; k < rs.num_splits; ++k) {
-      const int64_t slot_row = (static_cast<int64_t>(rs.split_offset + k) * a.h_kv + kv_head) * a.partials.rows_per_head + row;
-      const float w = __expf(a.partials.lse[slot_row] - max_lse);
-      sum += w;
-      const float4* part = reinterpret_cast<const float4*>(a.partials.out + slot_row * kHeadDimV);
+    for (int k0 = 0; k0 < rs.num_splits; k0 += kSplitsInFlight) {
+      float w[kSplitsInFlight];
+      float4 v[kSplitsInFlight][4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float4 v = part[j * 32 + lane];
-        acc[j].x += w * v.x; acc[j].y += w * v.y; acc[j].z += w * v.z; acc[j].w += w * v.w;
+      for (int u = 0; u < kSplitsInFlight; ++u) {
+        const bool live = k0 + u < rs.num_splits;
+        const int64_t sr = slot_row(live ? k0 + u : k0);
+        w[u] = live ? __expf(a.partials.lse[sr] - max_lse) : 0.f;
+        const float4* part = reinterpret_cast<const float4*>(a.partials.out + sr * kHeadDimV);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[u][j] = part[j * 32 + lane];
+      }
+#pragma unroll
+      for (int u = 0; u < kSplitsInFlight; ++u) {
+        sum += w[u];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          acc[j].x += w[u] * v[u][j].x; acc[j].y += w[u] * v[u][j].y;
+          acc[j].z += w[u] * v[u][j].z; acc[j].w += w[u] * v[u][j].w;
+        }
       }
     }
   }
   const float inv = sum > 0.f ? 1.f / sum : 0.f;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const float4 v{acc[j].x * inv, acc[j].y * inv, acc[j].z * inv, acc[j].w * inv};
-    store_out<Element>(out, (j * 32 + lane) * 4, v);
+    const float4 o{acc[j].x * inv, acc[j].y * inv, acc[j].z * inv, acc[j].w * inv};
+    store_out<Element>(out, (j * 32 + lane) * 4, o);
   }
   // A row that saw no key at all (length 0, or causal with nothing visible) has lse +inf.
   if (lane == 0) *lse_out = sum > 0.f ? max_lse + __logf(sum) : INFINITY;
@@ -139,13 +161,16 @@ void launch_split_schedule(const int* seqlens, int b, const SplitSchedule& s, cu
 void launch_split_combine(const CombineArgs& a, cudaStream_t stream) {
   const int rows = a.s_q * (a.h_q / a.h_kv);
   const dim3 grid(a.b, (a.h_kv * rows + kCombineWarps - 1) / kCombineWarps);
+  LaunchShape shape;
+  shape.grid = grid;
+  shape.block = dim3(kCombineWarps * 32, 1, 1);
+  shape.programmatic_dependent_launch = true;
   if (a.dtype == DType::bf16)
-    split_combine_kernel<__nv_bfloat16><<<grid, kCombineWarps * 32, 0, stream>>>(a);
+    cutelab::launch(split_combine_kernel<__nv_bfloat16>, shape, stream, a);
   else if (a.dtype == DType::f16)
-    split_combine_kernel<__half><<<grid, kCombineWarps * 32, 0, stream>>>(a);
+    cutelab::launch(split_combine_kernel<__half>, shape, stream, a);
   else
     throw UsageError(concat("split combine: unsupported dtype ", dtype_name(a.dtype)));
-  CUTELAB_CUDA_LAUNCH();
 }
 
 std::vector<FunctionResources> split_kernel_resources(DType dtype) {

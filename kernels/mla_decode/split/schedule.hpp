@@ -38,6 +38,7 @@ struct SplitSchedule {
   RequestSplit* requests = nullptr;  // [b]
   int num_parts = 0;
   int fixed_overhead_blocks = 0;
+  int min_blocks_per_part = 1;  // fewer, longer parts: less partial traffic for small batches
 };
 
 // Maximum batch the schedule kernel handles in one block.
@@ -64,6 +65,7 @@ struct CombineArgs {
 };
 
 // Merges split requests and writes empty requests (out 0, lse +inf); leaves unsplit ones alone.
+// Launched as a programmatic dependent of the main kernel (it waits for it on the device).
 void launch_split_combine(const CombineArgs& a, cudaStream_t stream);
 
 // The schedule and combine kernels as launched, for reports.

@@ -39,6 +39,7 @@ Params make_params(const LaunchState& st, const MlaDecodeArgs& args, const MlaDe
   p.schedule.requests = static_cast<RequestSplit*>(st.requests.data());
   p.schedule.num_parts = st.num_parts;
   p.schedule.fixed_overhead_blocks = st.config.fixed_overhead_blocks;
+  p.schedule.min_blocks_per_part = st.config.min_blocks_per_part;
   p.partials.out = static_cast<float*>(st.partial_out.data());
   p.partials.lse = static_cast<float*>(st.partial_lse.data());
   p.partials.rows_per_head = st.m_tiles * kBlockM;
@@ -61,7 +62,7 @@ CUtensorMap make_kv_map(const MlaDecodeArgs& args, const MlaDecodeDims& call) {
 }  // namespace
 
 std::string TuneConfig::name() const {
-  return concat("fo", fixed_overhead_blocks, kv_evict_first ? "_evictfirst" : "_evictnormal");
+  return concat("fo", fixed_overhead_blocks, "_mb", min_blocks_per_part, kv_evict_first ? "_evictfirst" : "_evictnormal");
 }
 
 LaunchState::LaunchState(const MlaDecodeDims& d, const DeviceInfo& dev, const TuneConfig& c) : dims(d), config(c) {
@@ -71,6 +72,8 @@ LaunchState::LaunchState(const MlaDecodeDims& d, const DeviceInfo& dev, const Tu
                   "]");
   CUTELAB_REQUIRE(d.h_kv >= 1 && d.h_q % d.h_kv == 0, "paged_sm90: h_q (", d.h_q, ") must be a multiple of h_kv (",
                   d.h_kv, ")");
+  CUTELAB_REQUIRE(c.min_blocks_per_part >= 1, "paged_sm90: min_blocks_per_part = ", c.min_blocks_per_part,
+                  " must be at least 1");
   CUTELAB_REQUIRE(c.fixed_overhead_blocks >= 0, "paged_sm90: fixed_overhead_blocks = ", c.fixed_overhead_blocks,
                   " is negative");
   const int rows = d.s_q * (d.h_q / d.h_kv);

@@ -26,6 +26,7 @@ inline constexpr int kThreads = 384;  // producer warpgroup + two consumer warpg
 struct TuneConfig {
   int fixed_overhead_blocks = 5;  // schedule: cost of a request piece beyond its KV blocks
   bool kv_evict_first = true;     // L2 hint on streamed KV tiles
+  int min_blocks_per_part = 1;    // schedule: shortest part (small batches: fewer partials)
 
   [[nodiscard]] std::string name() const;
 };
@@ -41,7 +42,8 @@ struct LaunchState {
   DeviceBuffer parts, requests, partial_out, partial_lse;
 };
 
-// One version's main kernel for one element type.
+// One version's main kernel for one element type. It is launched as a programmatic dependent
+// of the schedule kernel and must call sm90::wait_for_prior_grid() before reading the schedule.
 struct MainKernel {
   const char* name = "";
   const void* function = nullptr;

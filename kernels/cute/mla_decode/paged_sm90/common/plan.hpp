@@ -27,6 +27,7 @@ struct PlanConfig {
   [[nodiscard]] nlohmann::json to_json() const {
     return {{"fixed_overhead_blocks", tune.fixed_overhead_blocks},
             {"kv_evict_first", tune.kv_evict_first},
+            {"min_blocks_per_part", tune.min_blocks_per_part},
             {"block_m", kBlockM},
             {"threads", kThreads},
             {"stages", Version::kStages}};
@@ -42,6 +43,7 @@ struct PlanConfig {
                     dev.regs_per_sm);
     if (dev.sm_count < 1) return std::string("device reports no SMs");
     if (tune.fixed_overhead_blocks < 0) return concat("fixed_overhead_blocks ", tune.fixed_overhead_blocks, " < 0");
+    if (tune.min_blocks_per_part < 1) return concat("min_blocks_per_part ", tune.min_blocks_per_part, " < 1");
     return std::nullopt;
   }
 };
@@ -59,7 +61,8 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>> {
   [[nodiscard]] std::vector<Config> make_configs(const MlaDecodeProblem&, const DeviceInfo&) const override {
     std::vector<Config> configs;
     for (bool evict_first : {true, false})
-      for (int fixed : {2, 5, 8}) configs.push_back(Config{TuneConfig{fixed, evict_first}});
+      for (int fixed : {2, 8})
+        for (int min_blocks : {1, 8}) configs.push_back(Config{TuneConfig{fixed, evict_first, min_blocks}});
     return configs;
   }
 

@@ -12,6 +12,7 @@
 
 #include "cute/mla_decode/paged_sm90/paged_sm90_v1/config.hpp"
 #include "cute/mla_decode/paged_sm90/common/pieces.cuh"
+#include "cutelab/device/sm90/pdl.cuh"
 
 namespace cutelab::mla::paged_sm90_v1 {
 
@@ -36,7 +37,6 @@ struct Kernel {
     const int warpgroup = threadIdx.x / 128;
     const int kv_head = blockIdx.x / p.m_tiles;
     const int m_tile = blockIdx.x % p.m_tiles;
-    const PartInfo part = p.schedule.parts[blockIdx.y];
 
     if (threadIdx.x == 0) {
       cute::prefetch_tma_descriptor(kv_map);
@@ -46,6 +46,10 @@ struct Kernel {
       }
       cutlass::arch::fence_barrier_init();
     }
+    // Everything above overlaps the schedule kernel; the schedule is read only after it.
+    sm90::wait_for_prior_grid();
+    sm90::allow_dependent_launch();  // the combine's blocks wait on the device for this grid
+    const PartInfo part = p.schedule.parts[blockIdx.y];
     __syncthreads();
 
     if (warpgroup == 0) {

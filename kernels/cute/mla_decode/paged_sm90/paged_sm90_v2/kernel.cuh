@@ -11,6 +11,7 @@
 #include <cutlass/arch/reg_reconfig.h>
 
 #include "cute/mla_decode/paged_sm90/common/pieces.cuh"
+#include "cutelab/device/sm90/pdl.cuh"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v2/config.hpp"
 
 namespace cutelab::mla::paged_sm90_v2 {
@@ -35,7 +36,6 @@ struct Kernel {
     const int warpgroup = threadIdx.x / 128;
     const int kv_head = blockIdx.x / p.m_tiles;
     const int m_tile = blockIdx.x % p.m_tiles;
-    const PartInfo part = p.schedule.parts[blockIdx.y];
 
     if (threadIdx.x == 0) {
       cute::prefetch_tma_descriptor(kv_map);
@@ -45,6 +45,10 @@ struct Kernel {
       }
       cutlass::arch::fence_barrier_init();
     }
+    // Everything above overlaps the schedule kernel; the schedule is read only after it.
+    sm90::wait_for_prior_grid();
+    sm90::allow_dependent_launch();  // the combine's blocks wait on the device for this grid
+    const PartInfo part = p.schedule.parts[blockIdx.y];
     __syncthreads();
 
     if (warpgroup == 0) {

@@ -21,6 +21,7 @@ void launch_main(const Params& p, const CUtensorMap& kv_map, dim3 grid, cudaStre
   shape.grid = grid;
   shape.block = dim3(T::kThreads, 1, 1);
   shape.dynamic_smem = sizeof(typename T::SharedStorage);
+  shape.programmatic_dependent_launch = true;  // the kernel waits for the schedule itself
   cutelab::launch(paged_sm90_v2_kernel<T>, shape, stream, p, kv_map);
 }
 

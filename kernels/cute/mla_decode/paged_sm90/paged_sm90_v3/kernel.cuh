@@ -1,0 +1,265 @@
+#pragma once
+// paged_sm90 v3 device code. See config.hpp for the design in one paragraph and README.md for
+// the reasoning and the measurements.
+
+#include <cuda.h>
+
+#include <cute/tensor.hpp>
+#include <cute/arch/copy_sm90_desc.hpp>
+#include <cute/arch/copy_sm90_tma.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+
+#include "cute/mla_decode/paged_sm90/paged_sm90_v3/config.hpp"
+#include "cute/mla_decode/paged_sm90/common/pieces.cuh"
+#include "cutelab/device/sm90/pdl.cuh"
+
+namespace cutelab::mla::paged_sm90_v3 {
+
+using paged_sm90::Params;
+using paged_sm90::for_each_piece;
+using paged_sm90::row_coords;
+
+template <class Traits>
+struct Kernel {
+  using Element = typename Traits::Element;
+  using SharedStorage = typename Traits::SharedStorage;
+  using Barrier = typename Traits::Barrier;
+  using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
+  using EmptyBarrier = cutlass::arch::ClusterBarrier;
+  static constexpr int kBlockM = Traits::kBlockM;
+  static constexpr int kBlockN = Traits::kBlockN;
+  static constexpr int kStages = Traits::kStages;
+
+  CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map) {
+    extern __shared__ __align__(1024) char smem_raw[];
+    SharedStorage& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
+    const int warpgroup = threadIdx.x / 128;
+    const int kv_head = blockIdx.x / p.m_tiles;
+    const int m_tile = blockIdx.x % p.m_tiles;
+
+    if (threadIdx.x == 0) {
+      cute::prefetch_tma_descriptor(kv_map);
+      for (int s = 0; s < kStages; ++s) {
+        for (int c = 0; c < Traits::kNumChunks; ++c) FullBarrier::init(&smem.kv_full[s][c], 1);
+        EmptyBarrier::init(&smem.kv_empty[s], Traits::kConsumerWarps);
+      }
+      cutlass::arch::fence_barrier_init();
+    }
+    // Everything above overlaps the schedule kernel; the schedule is read only after it.
+    sm90::wait_for_prior_grid();
+    sm90::allow_dependent_launch();  // the combine's blocks wait on the device for this grid
+    const PartInfo part = p.schedule.parts[blockIdx.y];
+    __syncthreads();
+
+    if (warpgroup == 0) {
+      cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
+      if (threadIdx.x / 32 == 0) produce(p, kv_map, smem, part, kv_head);
+    } else {
+      cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
+      consume(p, smem, part, kv_head, m_tile, warpgroup - 1);
+    }
+  }
+
+  // One warp: lanes fetch up to 32 block ids at once, lane 0 issues the TMA copies.
+  CUTE_DEVICE static void produce(const Params& p, const CUtensorMap* kv_map, SharedStorage& smem,
+                                  const PartInfo& part, int kv_head) {
+    const int lane = threadIdx.x % 32;
+    int iter = 0;
+    for_each_piece(p, part, [&](int req, int first, int end) {
+      const int* table = p.block_table + static_cast<int64_t>(req) * p.max_blocks;
+      for (int base = first; base < end; base += 32) {
+        const int page_of_lane = base + lane < end ? table[base + lane] : 0;
+        const int count = min(32, end - base);
+        for (int j = 0; j < count; ++j, ++iter) {
+          const int page = __shfl_sync(0xffffffffu, page_of_lane, j);
+          if (lane == 0) {
+            const int stage = iter % kStages;
+            const uint32_t phase = (iter / kStages) & 1;
+            EmptyBarrier::wait(&smem.kv_empty[stage], phase ^ 1);
+            Element* tile = smem.kv[stage].data();
+            for (int c = 0; c < Traits::kNumChunks; ++c) {
+              FullBarrier::arrive_and_expect_tx(&smem.kv_full[stage][c], Traits::kChunkBytes);
+              cute::SM90_TMA_LOAD_4D::copy(kv_map, &smem.kv_full[stage][c], p.kv_cache_hint,
+                                           tile + c * kBlockN * Traits::kChunk, c * Traits::kChunk, kv_head, 0, page);
+            }
+          }
+        }
+      }
+    });
+  }
+
+  // Both consumer warpgroups load the 64 x 576 Q tile with 16-byte loads; padded rows are 0.
+  CUTE_DEVICE static void load_q(const Params& p, SharedStorage& smem, int req, int kv_head, int m_tile) {
+    using namespace cute;
+    Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{});  // (BLK_M,576)
+    constexpr int kVecs = Traits::kHeadDimQK / 8;
+    const int tid = threadIdx.x - 128;
+    for (int idx = tid; idx < kBlockM * kVecs; idx += Traits::kConsumerThreads) {
+      const int r = idx / kVecs, v = idx % kVecs;
+      const int packed = m_tile * kBlockM + r;
+      uint4 val = make_uint4(0, 0, 0, 0);
+      if (packed < p.rows_per_head) {
+        int s, head;
+        row_coords(p, packed, kv_head, s, head);
+        const Element* src = static_cast<const Element*>(p.q) +
+                             ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * Traits::kHeadDimQK + v * 8;
+        val = *reinterpret_cast<const uint4*>(src);
+      }
+      // 8 consecutive head-dim elements stay one 16-byte unit under the 128-byte swizzle.
+      *reinterpret_cast<uint4*>(&sQ(r, v * 8)) = val;
+    }
+  }
+
+  CUTE_DEVICE static void consume(const Params& p, SharedStorage& smem, const PartInfo& part, int kv_head,
+                                  int m_tile, int wg) {
+    using namespace cute;
+    const int wg_thread = threadIdx.x % 128;
+    const int lane = threadIdx.x % 32;
+    const int warp_in_wg = wg_thread / 32;
+    // Accumulator rows of this thread: r0 and r0 + 8 (SM90 GMMA C layout, see README).
+    const int r0 = warp_in_wg * 16 + lane / 4;
+    const int col0 = 2 * (lane % 4);
+
+    typename Traits::TiledMmaQK mma_qk;
+    typename Traits::TiledMmaPV mma_pv;
+    auto thr_qk = mma_qk.get_thread_slice(wg_thread);
+    auto thr_pv = mma_pv.get_thread_slice(wg_thread);
+
+    Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{});  // (BLK_M,576)
+    Tensor tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ));                            // (MMA,1,36)
+
+    int iter = 0;
+    for_each_piece(p, part, [&](int req, int first, int end) {
+      cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, Barrier::kQFree);
+      load_q(p, smem, req, kv_head, m_tile);
+      cutlass::arch::fence_view_async_shared();
+      cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, Barrier::kQReady);
+
+      const int seqlen = p.seqlens[req];
+      // Keys visible to a row: seqlen, or seqlen - s_q + s + 1 when causal.
+      int limit[2];
+      for (int h = 0; h < 2; ++h) {
+        const int packed = min(m_tile * kBlockM + r0 + 8 * h, p.rows_per_head - 1);
+        const int s = packed / p.heads_per_kv;
+        limit[h] = p.causal ? seqlen - p.s_q + s + 1 : seqlen;
+      }
+      const int min_limit = p.causal ? seqlen - p.s_q + 1 : seqlen;
+
+      float row_max[2] = {-INFINITY, -INFINITY};  // running max of S * scale * log2(e)
+      float row_sum[2] = {0.f, 0.f};              // this thread's share of the running sum
+      Tensor tOrO = partition_fragment_C(mma_pv, Shape<Int<kBlockM>, Int<Traits::kVColsPerWarpgroup>>{});  // (MMA,1,1)
+      clear(tOrO);
+
+      for (int blk = first; blk < end; ++blk, ++iter) {
+        const int stage = iter % kStages;
+        const uint32_t phase = (iter / kStages) & 1;
+        Element* tile = smem.kv[stage].data();
+
+        // S = Q K^T over the full page (each consumer warpgroup computes all of it).
+        Tensor sK = make_tensor(make_smem_ptr(tile), typename Traits::SmemLayoutK{});  // (BLK_N,576)
+        Tensor tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK));                  // (MMA,1,36)
+        Tensor tSrS = partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});  // (MMA,1,1)
+        warpgroup_fence_operand(tSrS);
+        warpgroup_arrive();
+        mma_qk.accumulate_ = GMMA::ScaleOut::Zero;
+        // Each chunk's k-steps go out as soon as that chunk has landed.
+        CUTE_UNROLL
+        for (int c = 0; c < Traits::kNumChunks; ++c) {
+          FullBarrier::wait(&smem.kv_full[stage][c], phase);
+          CUTE_UNROLL
+          for (int k = c * Traits::kStepsPerChunk; k < (c + 1) * Traits::kStepsPerChunk; ++k) {
+            cute::gemm(mma_qk, tSrQ(_, _, k), tSrK(_, _, k), tSrS);
+            mma_qk.accumulate_ = GMMA::ScaleOut::One;
+          }
+        }
+        warpgroup_commit_batch();
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(tSrS);
+
+        // Tokens past the sequence end hold anything (NaN in tests): P = 0 there, but 0 * NaN
+        // is NaN, so this warpgroup zeroes its own V half of those rows before P V.
+        const int valid = seqlen - blk * kBlockN;
+        if (valid < kBlockN) {
+          Tensor sV_rows = make_tensor(make_smem_ptr(tile), typename Traits::SmemLayoutK{});  // (BLK_N,576)
+          constexpr int kVecs = Traits::kVColsPerWarpgroup / 8;
+          for (int idx = wg_thread; idx < (kBlockN - valid) * kVecs; idx += 128) {
+            const int t = valid + idx / kVecs;
+            const int d = wg * Traits::kVColsPerWarpgroup + (idx % kVecs) * 8;
+            *reinterpret_cast<uint4*>(&sV_rows(t, d)) = make_uint4(0, 0, 0, 0);
+          }
+          cutlass::arch::fence_view_async_shared();
+          cutlass::arch::NamedBarrier::sync(128, Barrier::kWarpgroupSync + wg);
+        }
+
+        // Online softmax. Register i of the accumulator holds row r0 + 8 * ((i >> 1) & 1) and
+        // column col0 + (i & 1) + 8 * (i >> 2).
+        const bool needs_mask = (blk + 1) * kBlockN > min_limit;
+        float block_max[2] = {-INFINITY, -INFINITY};
+        CUTE_UNROLL
+        for (int i = 0; i < size(tSrS); ++i) {
+          const int h = (i >> 1) & 1;
+          if (needs_mask) {
+            const int token = blk * kBlockN + col0 + (i & 1) + 8 * (i >> 2);
+            if (token >= limit[h]) tSrS(i) = -INFINITY;
+          }
+          block_max[h] = fmaxf(block_max[h], tSrS(i));
+        }
+        float base[2], correction[2];
+        CUTE_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          block_max[h] = paged_sm90::quad_max(block_max[h]);
+          const float new_max = fmaxf(row_max[h], block_max[h] * p.scale_log2);
+          // A row that has seen only masked keys keeps max -inf; exp2(-inf - 0) = 0 keeps P at 0.
+          base[h] = new_max == -INFINITY ? 0.f : new_max;
+          correction[h] = exp2f(row_max[h] - base[h]);
+          row_max[h] = new_max;
+          row_sum[h] *= correction[h];
+        }
+        Tensor tOrP = make_tensor<Element>(partition_shape_A(mma_pv, Shape<Int<kBlockM>, Int<kBlockN>>{}));  // (MMA,1,4)
+        CUTE_UNROLL
+        for (int i = 0; i < size(tSrS); ++i) {
+          const int h = (i >> 1) & 1;
+          const float prob = exp2f(fmaf(tSrS(i), p.scale_log2, -base[h]));
+          row_sum[h] += prob;
+          // The accumulator's register order is the RS A-operand order, 16 columns at a time.
+          tOrP(i) = static_cast<Element>(prob);
+        }
+        CUTE_UNROLL
+        for (int i = 0; i < size(tOrO); ++i) tOrO(i) *= correction[(i >> 1) & 1];
+
+        // O[:, half] += P V[:, half], V read in place through the MN-major view.
+        Tensor sV = make_tensor(make_smem_ptr(tile + wg * Traits::kVHalfOffset), typename Traits::SmemLayoutV{});  // (256,BLK_N)
+        Tensor tOrV = thr_pv.make_fragment_B(thr_pv.partition_B(sV));  // (MMA,1,4)
+        warpgroup_fence_operand(tOrP);
+        warpgroup_fence_operand(tOrO);
+        warpgroup_arrive();
+        CUTE_UNROLL
+        for (int k = 0; k < size<2>(tOrP); ++k) cute::gemm(mma_pv, tOrP(_, _, k), tOrV(_, _, k), tOrO);
+        warpgroup_commit_batch();
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(tOrO);
+        warpgroup_fence_operand(tOrP);
+
+        __syncwarp();
+        if (lane == 0) EmptyBarrier::arrive(&smem.kv_empty[stage]);
+      }
+
+      for (int h = 0; h < 2; ++h) row_sum[h] = paged_sm90::quad_sum(row_sum[h]);
+      paged_sm90::write_piece<Element, Traits::kHeadDimV, kBlockM>(p, req, kv_head, m_tile, blockIdx.y, r0,
+                                                                   wg * Traits::kVColsPerWarpgroup + col0,
+                                                                   wg == 0 && col0 == 0, row_max, row_sum, tOrO);
+    });
+  }
+
+};
+
+template <class Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+paged_sm90_v3_kernel(const __grid_constant__ Params params, const __grid_constant__ CUtensorMap kv_map) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  Kernel<Traits>::run(params, &kv_map);
+#endif
+}
+
+}  // namespace cutelab::mla::paged_sm90_v3
