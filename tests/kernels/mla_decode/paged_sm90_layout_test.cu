@@ -6,7 +6,7 @@
 #include <cute/tensor.hpp>
 
 #include "cute/mla_decode/paged_sm90/paged_sm90_v1/config.hpp"
-#include "cute/mla_decode/paged_sm90/paged_sm90_v2/config.hpp"
+#include "cute/mla_decode/paged_sm90_pairs/paged_sm90_pairs_v1/config.hpp"
 
 namespace cutelab::mla::paged_sm90_v1 {
 namespace {
@@ -96,10 +96,10 @@ TEST(PagedSm90V1Layout, SharedStorageFitsHopper) {
   EXPECT_EQ(sizeof(typename T::SharedStorage) % 1024, 0u);
 }
 
-// v2 keeps v1's K/V tile layouts and adds P tiles (the SS A operand of the other warpgroup's
+// paged_sm90_pairs v1 keeps paged_sm90 v1's K/V tile layouts and adds P tiles (the SS A operand of the other warpgroup's
 // P V) written element-pairwise from accumulator registers, and Q's RoPE part in registers.
-TEST(PagedSm90V2Layout, SharedLayoutsAndStorage) {
-  using T2 = paged_sm90_v2::Traits<cute::bfloat16_t>;
+TEST(PagedSm90PairsV1Layout, SharedLayoutsAndStorage) {
+  using T2 = paged_sm90_pairs_v1::Traits<cute::bfloat16_t>;
   EXPECT_LE(sizeof(typename T2::SharedStorage), 232448u);
   auto k1 = typename T::SmemLayoutK{}.layout_b();
   auto k2 = typename T2::SmemLayoutK{}.layout_b();

@@ -1,5 +1,5 @@
 #pragma once
-// paged_sm90 v2 device code: v1's producer and ring, with the pages of each pair split between
+// paged_sm90_pairs v1 device code: paged_sm90 v1's producer and ring, with the pages of each pair split between
 // the two consumer warpgroups (see config.hpp and README.md).
 
 #include <cuda.h>
@@ -12,9 +12,9 @@
 
 #include "cute/mla_decode/paged_sm90/common/pieces.cuh"
 #include "cutelab/device/sm90/pdl.cuh"
-#include "cute/mla_decode/paged_sm90/paged_sm90_v2/config.hpp"
+#include "cute/mla_decode/paged_sm90_pairs/paged_sm90_pairs_v1/config.hpp"
 
-namespace cutelab::mla::paged_sm90_v2 {
+namespace cutelab::mla::paged_sm90_pairs_v1 {
 
 using paged_sm90::Params;
 
@@ -325,10 +325,10 @@ struct Kernel {
 
 template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
-paged_sm90_v2_kernel(const __grid_constant__ Params params, const __grid_constant__ CUtensorMap kv_map) {
+paged_sm90_pairs_v1_kernel(const __grid_constant__ Params params, const __grid_constant__ CUtensorMap kv_map) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   Kernel<Traits>::run(params, &kv_map);
 #endif
 }
 
-}  // namespace cutelab::mla::paged_sm90_v2
+}  // namespace cutelab::mla::paged_sm90_pairs_v1

@@ -1,8 +1,8 @@
 #pragma once
-// paged_sm90 v2: every compile-time constant, layout and the shared-memory plan in one place.
+// paged_sm90_pairs v1: every compile-time constant, layout and the shared-memory plan in one place.
 //
-// v1 had both consumer warpgroups compute the same S = Q K^T. v2 gives each page to one of
-// them: pages go in pairs, warpgroup 0 computes S for the first, warpgroup 1 for the second.
+// paged_sm90 v1 has both consumer warpgroups compute the same S = Q K^T. This design gives each
+// page to one of them: pages go in pairs, warpgroup 0 computes S for the first, warpgroup 1 for the second.
 // They exchange row maxima and their P tiles through shared memory, and each multiplies both P
 // tiles into its half of O (own P from registers, the other's from shared memory). To make room
 // for the two P tiles, Q's RoPE columns (512..575) live in registers (RS wgmma) instead of
@@ -18,7 +18,7 @@
 #include "cute/mla_decode/paged_sm90/common/host.hpp"
 #include "mla_decode/common/problem.hpp"
 
-namespace cutelab::mla::paged_sm90_v2 {
+namespace cutelab::mla::paged_sm90_pairs_v1 {
 
 template <class Element_>
 struct Traits {
@@ -92,4 +92,4 @@ struct Traits {
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
 };
 
-}  // namespace cutelab::mla::paged_sm90_v2
+}  // namespace cutelab::mla::paged_sm90_pairs_v1
