@@ -5,13 +5,14 @@
 #include "baseline/elementwise/scalar/scalar_v1/config.hpp"
 #include "baseline/elementwise/scalar/scalar_v1/launch.cuh"
 #include "cutelab/runtime/registry.hpp"
+#include "elementwise/common/plan_base.hpp"
 #include "elementwise/common/workspace.hpp"
 #include "elementwise/reference/reference.hpp"
 
 namespace cutelab::elementwise::scalar_v1 {
 namespace {
 
-class ScalarV1Plan final : public TypedPlan<ElementwiseProblem, Config, ElementwiseWorkspace> {
+class ScalarV1Plan final : public ElementwisePlanBase<Config> {
  public:
   [[nodiscard]] KernelId id() const override { return {"baseline", "elementwise", "scalar", "v1"}; }
   [[nodiscard]] ArchRequirement arch() const override { return {8, 0, false}; }
@@ -20,19 +21,10 @@ class ScalarV1Plan final : public TypedPlan<ElementwiseProblem, Config, Elementw
   }
 
  protected:
-  [[nodiscard]] std::unique_ptr<ElementwiseWorkspace> make_inputs(const ElementwiseProblem& p,
-                                                                  std::uint64_t seed) const override {
-    return std::make_unique<ElementwiseWorkspace>(p, seed);
-  }
-  [[nodiscard]] std::vector<std::vector<float>> make_reference(const ElementwiseProblem& /*p*/,
-                                                               ElementwiseWorkspace& ws) const override {
-    return {gelu_affine_reference(ws.x())};
-  }
   [[nodiscard]] std::vector<Config> make_configs(const ElementwiseProblem& /*p*/,
                                                  const DeviceInfo& /*dev*/) const override {
     return all_configs();
   }
-  [[nodiscard]] Cost make_cost(const ElementwiseProblem& p) const override { return elementwise_cost(p); }
   [[nodiscard]] Kernel make_kernel(const ElementwiseProblem& p, const Config& c, ElementwiseWorkspace& ws,
                                    const DeviceInfo& /*dev*/) const override {
     CUTELAB_REQUIRE(ws.n() == p.n, "scalar v1: workspace holds n=", ws.n(), ", problem has n=", p.n);

@@ -5,13 +5,14 @@
 #include "baseline/rmsnorm/naive/naive_v1/config.hpp"
 #include "baseline/rmsnorm/naive/naive_v1/launch.cuh"
 #include "cutelab/runtime/registry.hpp"
+#include "rmsnorm/common/plan_base.hpp"
 #include "rmsnorm/common/workspace.hpp"
 #include "rmsnorm/reference/reference.hpp"
 
 namespace cutelab::rmsnorm::naive_v1 {
 namespace {
 
-class NaiveV1Plan final : public TypedPlan<RmsNormProblem, Config, RmsNormWorkspace> {
+class NaiveV1Plan final : public RmsNormPlanBase<Config> {
  public:
   [[nodiscard]] KernelId id() const override { return {"baseline", "rmsnorm", "naive", "v1"}; }
   [[nodiscard]] ArchRequirement arch() const override { return {8, 0, false}; }
@@ -20,19 +21,10 @@ class NaiveV1Plan final : public TypedPlan<RmsNormProblem, Config, RmsNormWorksp
   }
 
  protected:
-  [[nodiscard]] std::unique_ptr<RmsNormWorkspace> make_inputs(const RmsNormProblem& p,
-                                                              std::uint64_t seed) const override {
-    return std::make_unique<RmsNormWorkspace>(p, seed);
-  }
-  [[nodiscard]] std::vector<std::vector<float>> make_reference(const RmsNormProblem& /*p*/,
-                                                               RmsNormWorkspace& ws) const override {
-    return {rmsnorm_reference(ws.x(), ws.w())};
-  }
   [[nodiscard]] std::vector<Config> make_configs(const RmsNormProblem& /*p*/,
                                                  const DeviceInfo& /*dev*/) const override {
     return all_configs();
   }
-  [[nodiscard]] Cost make_cost(const RmsNormProblem& p) const override { return rmsnorm_cost(p); }
   [[nodiscard]] Kernel make_kernel(const RmsNormProblem& p, const Config& c, RmsNormWorkspace& ws,
                                    const DeviceInfo& /*dev*/) const override {
     CUTELAB_REQUIRE(ws.rows() == p.rows && ws.cols() == p.cols, "rmsnorm naive v1: workspace holds ",

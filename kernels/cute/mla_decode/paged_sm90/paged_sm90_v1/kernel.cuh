@@ -5,14 +5,10 @@
 #include <cuda.h>
 
 #include <cute/tensor.hpp>
-#include <cute/arch/copy_sm90_desc.hpp>
-#include <cute/arch/copy_sm90_tma.hpp>
 #include <cutlass/arch/barrier.h>
-#include <cutlass/arch/reg_reconfig.h>
 
 #include "cute/mla_decode/paged_sm90/paged_sm90_v1/config.hpp"
-#include "cute/mla_decode/paged_sm90/common/pieces.cuh"
-#include "cutelab/device/sm90/pdl.cuh"
+#include "cute/mla_decode/paged_sm90/common/ring.cuh"
 
 namespace cutelab::mla::paged_sm90_v1 {
 
@@ -25,68 +21,15 @@ struct Kernel {
   using Element = typename Traits::Element;
   using SharedStorage = typename Traits::SharedStorage;
   using Barrier = typename Traits::Barrier;
-  using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
-  using EmptyBarrier = cutlass::arch::ClusterBarrier;
   static constexpr int kBlockM = Traits::kBlockM;
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kStages = Traits::kStages;
 
   CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map) {
-    extern __shared__ __align__(1024) char smem_raw[];
-    SharedStorage& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
-    const int warpgroup = threadIdx.x / 128;
-    const int kv_head = blockIdx.x / p.m_tiles;
-    const int m_tile = blockIdx.x % p.m_tiles;
-
-    if (threadIdx.x == 0) {
-      cute::prefetch_tma_descriptor(kv_map);
-      for (int s = 0; s < kStages; ++s) {
-        FullBarrier::init(&smem.kv_full[s], 1);
-        EmptyBarrier::init(&smem.kv_empty[s], Traits::kConsumerWarps);
-      }
-      cutlass::arch::fence_barrier_init();
-    }
-    // Everything above overlaps the schedule kernel; the schedule is read only after it.
-    sm90::wait_for_prior_grid();
-    sm90::allow_dependent_launch();  // the combine's blocks wait on the device for this grid
-    const PartInfo part = p.schedule.parts[blockIdx.y];
-    __syncthreads();
-
-    if (warpgroup == 0) {
-      cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
-      if (threadIdx.x / 32 == 0) produce(p, kv_map, smem, part, kv_head);
-    } else {
-      cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
-      consume(p, smem, part, kv_head, m_tile, warpgroup - 1);
-    }
-  }
-
-  // One warp: lanes fetch up to 32 block ids at once, lane 0 issues the TMA copies.
-  CUTE_DEVICE static void produce(const Params& p, const CUtensorMap* kv_map, SharedStorage& smem,
-                                  const PartInfo& part, int kv_head) {
-    const int lane = threadIdx.x % 32;
-    int iter = 0;
-    for_each_piece(p, part, [&](int req, int first, int end) {
-      const int* table = p.block_table + static_cast<int64_t>(req) * p.max_blocks;
-      for (int base = first; base < end; base += 32) {
-        const int page_of_lane = base + lane < end ? table[base + lane] : 0;
-        const int count = min(32, end - base);
-        for (int j = 0; j < count; ++j, ++iter) {
-          const int page = __shfl_sync(0xffffffffu, page_of_lane, j);
-          if (lane == 0) {
-            const int stage = iter % kStages;
-            const uint32_t phase = (iter / kStages) & 1;
-            EmptyBarrier::wait(&smem.kv_empty[stage], phase ^ 1);
-            FullBarrier::arrive_and_expect_tx(&smem.kv_full[stage], Traits::kTileBytes);
-            Element* tile = smem.kv[stage].data();
-            for (int c = 0; c < Traits::kNumChunks; ++c) {
-              cute::SM90_TMA_LOAD_4D::copy(kv_map, &smem.kv_full[stage], p.kv_cache_hint,
-                                           tile + c * kBlockN * Traits::kChunk, c * Traits::kChunk, kv_head, 0, page);
-            }
-          }
-        }
-      }
-    });
+    paged_sm90::run_warp_specialized<Traits>(
+        p, kv_map, [&](SharedStorage& smem, const PartInfo& part, int kv_head, int m_tile, int wg) {
+          consume(p, smem, part, kv_head, m_tile, wg);
+        });
   }
 
   // Both consumer warpgroups load the 64 x 576 Q tile with 16-byte loads; padded rows are 0.
@@ -153,8 +96,7 @@ struct Kernel {
 
       for (int blk = first; blk < end; ++blk, ++iter) {
         const int stage = iter % kStages;
-        const uint32_t phase = (iter / kStages) & 1;
-        FullBarrier::wait(&smem.kv_full[stage], phase);
+        paged_sm90::wait_page<Traits>(smem, iter);
         Element* tile = smem.kv[stage].data();
 
         // S = Q K^T over the full page (each consumer warpgroup computes all of it).
@@ -237,8 +179,7 @@ struct Kernel {
         warpgroup_fence_operand(tOrO);
         warpgroup_fence_operand(tOrP);
 
-        __syncwarp();
-        if (lane == 0) EmptyBarrier::arrive(&smem.kv_empty[stage]);
+        paged_sm90::release_page<Traits>(smem, iter);
       }
 
       for (int h = 0; h < 2; ++h) row_sum[h] = paged_sm90::quad_sum(row_sum[h]);

@@ -5,13 +5,9 @@
 #include <cuda.h>
 
 #include <cute/tensor.hpp>
-#include <cute/arch/copy_sm90_desc.hpp>
-#include <cute/arch/copy_sm90_tma.hpp>
 #include <cutlass/arch/barrier.h>
-#include <cutlass/arch/reg_reconfig.h>
 
-#include "cute/mla_decode/paged_sm90/common/pieces.cuh"
-#include "cutelab/device/sm90/pdl.cuh"
+#include "cute/mla_decode/paged_sm90/common/ring.cuh"
 #include "cute/mla_decode/paged_sm90_pairs/paged_sm90_pairs_v1/config.hpp"
 
 namespace cutelab::mla::paged_sm90_pairs_v1 {
@@ -23,71 +19,16 @@ struct Kernel {
   using Element = typename Traits::Element;
   using SharedStorage = typename Traits::SharedStorage;
   using Barrier = typename Traits::Barrier;
-  using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
-  using EmptyBarrier = cutlass::arch::ClusterBarrier;
   using NamedBarrier = cutlass::arch::NamedBarrier;
   static constexpr int kBlockM = Traits::kBlockM;
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kStages = Traits::kStages;
 
   CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map) {
-    extern __shared__ __align__(1024) char smem_raw[];
-    SharedStorage& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
-    const int warpgroup = threadIdx.x / 128;
-    const int kv_head = blockIdx.x / p.m_tiles;
-    const int m_tile = blockIdx.x % p.m_tiles;
-
-    if (threadIdx.x == 0) {
-      cute::prefetch_tma_descriptor(kv_map);
-      for (int s = 0; s < kStages; ++s) {
-        FullBarrier::init(&smem.kv_full[s], 1);
-        EmptyBarrier::init(&smem.kv_empty[s], Traits::kConsumerWarps);
-      }
-      cutlass::arch::fence_barrier_init();
-    }
-    // Everything above overlaps the schedule kernel; the schedule is read only after it.
-    sm90::wait_for_prior_grid();
-    sm90::allow_dependent_launch();  // the combine's blocks wait on the device for this grid
-    const PartInfo part = p.schedule.parts[blockIdx.y];
-    __syncthreads();
-
-    if (warpgroup == 0) {
-      cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
-      if (threadIdx.x / 32 == 0) produce(p, kv_map, smem, part, kv_head);
-    } else {
-      cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
-      consume(p, smem, part, kv_head, m_tile, warpgroup - 1);
-    }
-  }
-
-  // One warp: lanes fetch up to 32 block ids at once, lane 0 issues the TMA copies.
-  CUTE_DEVICE static void produce(const Params& p, const CUtensorMap* kv_map, SharedStorage& smem,
-                                  const PartInfo& part, int kv_head) {
-    const int lane = threadIdx.x % 32;
-    int iter = 0;
-    paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) {
-      const int* table = p.block_table + static_cast<int64_t>(req) * p.max_blocks;
-      for (int base = first; base < end; base += 32) {
-        const int page_of_lane = base + lane < end ? table[base + lane] : 0;
-        const int count = min(32, end - base);
-        for (int j = 0; j < count; ++j, ++iter) {
-          const int page = __shfl_sync(0xffffffffu, page_of_lane, j);
-          if (lane == 0) {
-            const int stage = iter % kStages;
-            EmptyBarrier::wait(&smem.kv_empty[stage], ((iter / kStages) & 1) ^ 1);
-            FullBarrier::arrive_and_expect_tx(&smem.kv_full[stage], Traits::kTileBytes);
-            Element* tile = smem.kv[stage].data();
-            for (int c = 0; c < Traits::kNumChunks; ++c)
-              cute::SM90_TMA_LOAD_4D::copy(kv_map, &smem.kv_full[stage], p.kv_cache_hint,
-                                           tile + c * kBlockN * Traits::kChunk, c * Traits::kChunk, kv_head, 0, page);
-          }
-        }
-      }
-    });
-  }
-
-  CUTE_DEVICE static void wait_page(SharedStorage& smem, int ring_pos) {
-    FullBarrier::wait(&smem.kv_full[ring_pos % kStages], (ring_pos / kStages) & 1);
+    paged_sm90::run_warp_specialized<Traits>(
+        p, kv_map, [&](SharedStorage& smem, const PartInfo& part, int kv_head, int m_tile, int wg) {
+          consume(p, smem, part, kv_head, m_tile, wg);
+        });
   }
 
   // Q's first 512 columns to shared memory (both consumer warpgroups, 16-byte loads); padded
@@ -176,7 +117,7 @@ struct Kernel {
         float page_max[2] = {-INFINITY, -INFINITY};
         Tensor tSrS = partition_fragment_C(mma_qk, page_shape);  // (MMA,1,1)
         if (has_own) {
-          wait_page(smem, iter + wg);
+          paged_sm90::wait_page<Traits>(smem, iter + wg);
           Tensor sK = make_tensor(make_smem_ptr(smem.kv[(iter + wg) % kStages].data()), typename Traits::SmemLayoutK{});  // (BLK_N,576)
           Tensor tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK));        // (MMA,1,36)
           Tensor tSrKRope = thr_rope.make_fragment_B(thr_rope.partition_B(sK));  // (MMA,1,36)
@@ -244,8 +185,8 @@ struct Kernel {
         for (int i = 0; i < size(tOrO); ++i) tOrO(i) *= correction[(i >> 1) & 1];
 
         // Both pages must have landed before this warpgroup reads their V halves.
-        wait_page(smem, iter);
-        if (has_b) wait_page(smem, iter + 1);
+        paged_sm90::wait_page<Traits>(smem, iter);
+        if (has_b) paged_sm90::wait_page<Traits>(smem, iter + 1);
         // Tokens past the sequence end hold anything (NaN in tests): P is 0 there, but 0 * NaN
         // is NaN, so each warpgroup zeroes its own V half of those rows first.
         const int tail_page = last_blk - pair;  // 0 or 1 when the sequence ends in this pair
@@ -291,12 +232,12 @@ struct Kernel {
           }
           warpgroup_commit_batch();
           warpgroup_wait<1>();
-          release(smem, iter, lane);
+          paged_sm90::release_page<Traits>(smem, iter);
           warpgroup_wait<0>();
-          release(smem, iter + 1, lane);
+          paged_sm90::release_page<Traits>(smem, iter + 1);
         } else {
           warpgroup_wait<0>();
-          release(smem, iter, lane);
+          paged_sm90::release_page<Traits>(smem, iter);
         }
         warpgroup_fence_operand(tOrO);
         warpgroup_fence_operand(tOrP);
@@ -315,11 +256,6 @@ struct Kernel {
                                                                    wg * Traits::kVColsPerWarpgroup + col0,
                                                                    wg == 0 && col0 == 0, row_max, row_sum, tOrO);
     });
-  }
-
-  CUTE_DEVICE static void release(SharedStorage& smem, int ring_pos, int lane) {
-    __syncwarp();
-    if (lane == 0) EmptyBarrier::arrive(&smem.kv_empty[ring_pos % kStages]);
   }
 };
 

@@ -6,6 +6,7 @@
 #include "cute/rmsnorm/rowwise/rowwise_v1/config.hpp"
 #include "cute/rmsnorm/rowwise/rowwise_v1/launch.hpp"
 #include "cutelab/runtime/registry.hpp"
+#include "rmsnorm/common/plan_base.hpp"
 #include "rmsnorm/common/workspace.hpp"
 #include "rmsnorm/reference/reference.hpp"
 
@@ -25,7 +26,7 @@ PlannedLaunch dispatch(const Args& args, const Config& c) {
   }
 }
 
-class RowwiseV1Plan final : public TypedPlan<RmsNormProblem, Config, RmsNormWorkspace> {
+class RowwiseV1Plan final : public RmsNormPlanBase<Config> {
  public:
   [[nodiscard]] KernelId id() const override { return {"cute", "rmsnorm", "rowwise", "v1"}; }
   [[nodiscard]] ArchRequirement arch() const override { return {8, 0, false}; }
@@ -34,19 +35,10 @@ class RowwiseV1Plan final : public TypedPlan<RmsNormProblem, Config, RmsNormWork
   }
 
  protected:
-  [[nodiscard]] std::unique_ptr<RmsNormWorkspace> make_inputs(const RmsNormProblem& p,
-                                                              std::uint64_t seed) const override {
-    return std::make_unique<RmsNormWorkspace>(p, seed);
-  }
-  [[nodiscard]] std::vector<std::vector<float>> make_reference(const RmsNormProblem& /*p*/,
-                                                               RmsNormWorkspace& ws) const override {
-    return {rmsnorm_reference(ws.x(), ws.w())};
-  }
   [[nodiscard]] std::vector<Config> make_configs(const RmsNormProblem& p,
                                                  const DeviceInfo& /*dev*/) const override {
     return ranked_configs(p);
   }
-  [[nodiscard]] Cost make_cost(const RmsNormProblem& p) const override { return rmsnorm_cost(p); }
   [[nodiscard]] Kernel make_kernel(const RmsNormProblem& p, const Config& c, RmsNormWorkspace& ws,
                                    const DeviceInfo& /*dev*/) const override {
     CUTELAB_REQUIRE(ws.rows() == p.rows && ws.cols() == p.cols, "rmsnorm rowwise v1: workspace holds ",
