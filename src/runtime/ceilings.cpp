@@ -38,10 +38,6 @@ class CublasHandle {
   cublasHandle_t h_ = nullptr;
 };
 
-std::string driver_of(const DeviceInfo& dev) {
-  return dev.driver_release.empty() ? dev.driver_version : dev.driver_release;
-}
-
 std::string cache_key(const std::string& device, const std::string& driver) { return device + "|" + driver; }
 
 ClockSummary clocks_from_json(const nlohmann::json& j) {
@@ -107,7 +103,7 @@ Ceilings measure_ceilings(const DeviceInfo& dev, const ProgressFn& progress) {
 
   Ceilings c;
   c.device = dev.name;
-  c.driver = driver_of(dev);
+  c.driver = dev.driver();
   c.gemm_size = kGemmSize;
   detail::Stream stream = detail::make_stream();
   ClockSampler sampler(dev.index);
@@ -186,7 +182,7 @@ std::optional<Ceilings> load_cached_ceilings(const DeviceInfo& dev, const std::s
     std::string text;
     if (!detail::read_file(path, &text)) return std::nullopt;
     const nlohmann::json doc = nlohmann::json::parse(text);
-    const std::string key = cache_key(dev.name, driver_of(dev));
+    const std::string key = cache_key(dev.name, dev.driver());
     if (!doc.is_object() || !doc.contains("entries") || !doc.at("entries").contains(key)) return std::nullopt;
     return Ceilings::from_json(doc.at("entries").at(key));
   } catch (const std::exception&) {

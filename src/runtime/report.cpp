@@ -84,7 +84,7 @@ void render_device(std::ostringstream& o, const RunResult& r) {
   const DeviceInfo& d = r.device;
   if (!d.present) return;
   o << "device   " << d.name << " (" << d.sm() << ", " << d.sm_count << " SMs), CUDA " << d.runtime_version
-    << ", driver " << (d.driver_release.empty() ? d.driver_version : d.driver_release) << "\n";
+    << ", driver " << d.driver() << "\n";
   o << "clocks   " << (r.clocks.available ? r.clocks.str() : "not read (" + r.clocks.why_unavailable + ")")
     << "\n";
 }

@@ -36,6 +36,7 @@ std::int64_t TensorView::numel() const noexcept {
 }
 
 bool TensorView::contiguous() const noexcept {
+  if (stride.empty()) return true;  // no strides given: row-major, as everywhere else
   if (stride.size() != shape.size()) return false;
   std::int64_t expect = 1;
   for (int i = rank() - 1; i >= 0; --i) {

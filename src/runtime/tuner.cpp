@@ -18,11 +18,6 @@ std::string us(double v) {
   return buf;
 }
 
-bool verbose() {
-  const char* v = std::getenv("CUTELAB_VERBOSE");
-  return v && *v && std::string(v) != "0";
-}
-
 // Leaves NVTX as it found it.
 class NvtxEnable {
  public:
@@ -35,15 +30,6 @@ class NvtxEnable {
 
 bool no_binary(const CudaError& e) {
   return e.code() == cudaErrorNoKernelImageForDevice || e.code() == cudaErrorInvalidDeviceFunction;
-}
-
-TuneKey tune_key(const RunResult& r) {
-  return TuneKey{r.kernel,
-                 r.problem.key(),
-                 r.device.name,
-                 r.device.sm(),
-                 r.device.runtime_version,
-                 r.device.driver_release.empty() ? r.device.driver_version : r.device.driver_release};
 }
 
 void check_reference_shape(const std::vector<OutputSpec>& outputs, const std::vector<std::vector<float>>& ref,
@@ -213,8 +199,10 @@ struct Session {
     const std::optional<TuneEntry> cached = cache.lookup(tune_key(r));
     for (const std::string& w : cache.warnings()) r.warnings.push_back(w);
     if (cached) {
+      bool found = false;
       for (const ConfigDesc& c : configs) {
         if (c.name != cached->config) continue;
+        found = true;
         if (auto why = plan.validate(problem, c, dev))
           r.warnings.push_back(concat("The cached config ", c.name, " is no longer valid (", *why, "); not used."));
         else {
@@ -222,7 +210,7 @@ struct Session {
           return c;
         }
       }
-      if (r.config_source.empty())
+      if (!found)
         r.warnings.push_back(concat("The cached config ", cached->config, " is not among the configs of ", r.kernel,
                                     "; not used."));
     }
@@ -243,7 +231,7 @@ struct Session {
 
   void run_chosen(const ConfigDesc& chosen) {
     r.config = chosen;
-    if (verbose())
+    if (verbose_from_env())
       std::fprintf(stderr, "cutelab: %s: config %s (%s)\n", r.kernel.c_str(), chosen.name.c_str(),
                    r.config_source.c_str());
     Kernel k;
@@ -280,6 +268,15 @@ struct Session {
 };
 
 }  // namespace
+
+bool verbose_from_env() {
+  const char* v = std::getenv("CUTELAB_VERBOSE");
+  return v && *v && std::string(v) != "0";
+}
+
+TuneKey tune_key(const RunResult& r) {
+  return TuneKey{r.kernel, r.problem.key(), r.device.name, r.device.sm(), r.device.runtime_version, r.device.driver()};
+}
 
 const char* status_name(ConfigOutcome::Status s) noexcept {
   switch (s) {

@@ -15,11 +15,6 @@
 namespace cutelab {
 namespace {
 
-bool verbose() {
-  const char* v = std::getenv("CUTELAB_VERBOSE");
-  return v && *v && std::string(v) != "0";
-}
-
 // Where a value came from: "live", or the database entry plus the note it gives for the field
 // (datasheet values carry their citation there).
 std::string source_of(const DeviceInfo& dev, const DeviceDb* db, const std::string& field) {
@@ -124,7 +119,7 @@ int exit_status_of(const RunResult& r) noexcept {
 void add_provenance(nlohmann::json& j, const std::vector<std::string>& command_line) {
   j["command"] = shell_join(command_line);
   j["git_commit"] = git_commit();
-  j["date_utc"] = utc_now();
+  j["date_utc"] = utc_timestamp();
 }
 
 void write_report_json(const std::string& path, const nlohmann::json& j, Io io) {
@@ -374,11 +369,8 @@ int cmd_run(const RunArgs& a, Io io) {
   progress.done();
   io.out << render_run(r);
 
-  if (verbose()) {
-    // The same key the tuner stores winners under (src/runtime/tuner.cpp).
-    const TuneKey key{
-        r.kernel, problem.key(),       dev.name,
-        dev.sm(), dev.runtime_version, dev.driver_release.empty() ? dev.driver_version : dev.driver_release};
+  if (verbose_from_env()) {
+    const TuneKey key = tune_key(r);
     io.err << "[verbose] config: " << (r.config ? r.config->name : std::string("(none)"))
            << ", chosen by: " << (r.config_source.empty() ? std::string("-") : r.config_source) << "\n"
            << "[verbose] tuning cache key: " << key.str() << "\n";

@@ -31,9 +31,6 @@ enum class Stderr { merge, inherit, discard };
 // else of the current directory; $CUTELAB_GIT_COMMIT wins; "unknown" when nothing answers.
 [[nodiscard]] std::string git_commit();
 
-// ISO 8601 UTC, seconds: "2026-11-22T08:15:00Z".
-[[nodiscard]] std::string utc_now();
-
 // argv joined for display, each word quoted when the shell would need it.
 [[nodiscard]] std::string shell_join(const std::vector<std::string>& argv);
 

@@ -186,8 +186,12 @@ int cmd_suite(const SuiteArgs& a, Io io) {
       r.kernel = plan->id().full();
       r.device = dev;
       try {
-        r.problem = make_problem(plan->family(), c.problem);
-        plan->check_problem(r.problem);
+        try {
+          r.problem = make_problem(plan->family(), c.problem);
+          plan->check_problem(r.problem);
+        } catch (const UsageError& e) {
+          throw UsageError("cases[" + std::to_string(ci) + "].problem: " + e.message());
+        }
         if (std::optional<std::string> why = arch_mismatch(plan->arch(), dev)) {
           r.status = RunResult::Status::skipped;
           r.message = *why;
@@ -202,7 +206,7 @@ int cmd_suite(const SuiteArgs& a, Io io) {
         }
       } catch (const UsageError& e) {
         r.status = RunResult::Status::error;
-        r.message = "cases[" + std::to_string(ci) + "].problem: " + e.message();
+        r.message = e.message();
       } catch (const std::exception& e) {
         r.status = RunResult::Status::error;
         r.message = e.what();
@@ -221,7 +225,7 @@ int cmd_suite(const SuiteArgs& a, Io io) {
   io.out << "suite " << suite.name << (suite.description.empty() ? "" : ": " + suite.description) << "\n"
          << "device " << dev.name << " (" << dev.sm() << ", " << dev.sm_count << " SMs), CUDA "
          << dev.runtime_version << ", driver "
-         << (dev.driver_release.empty() ? dev.driver_version : dev.driver_release) << "\n";
+         << dev.driver() << "\n";
   if (ceilings)
     io.out << "ceilings: copy " << format_fixed(ceilings->copy_gbs, 0) << " GB/s, read "
            << format_fixed(ceilings->read_gbs, 0) << " GB/s, cuBLAS bf16 "

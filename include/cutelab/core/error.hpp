@@ -60,7 +60,7 @@ template <class... Parts>
 
 #define CUTELAB_CUDA(expr) ::cutelab::check_cuda((expr), #expr)
 #define CUTELAB_CUDA_NOEXCEPT(expr) ::cutelab::check_cuda_noexcept((expr), #expr)
-// Checks the last launch: both the launch error and, in debug builds, nothing more.
+// Checks the last launch's error (cudaGetLastError); asynchronous faults surface at the next sync.
 #define CUTELAB_CUDA_LAUNCH() ::cutelab::check_cuda(cudaGetLastError(), "kernel launch")
 
 // Argument check with a message built from the trailing parts, e.g.

@@ -42,6 +42,8 @@ struct DeviceInfo {
   std::map<std::string, std::string> source;
 
   [[nodiscard]] std::string sm() const;  // "sm_90"
+  // The driver release ("580.159.04") when nvidia-smi told it, else the CUDA version it supports.
+  [[nodiscard]] std::string driver() const { return driver_release.empty() ? driver_version : driver_release; }
   [[nodiscard]] nlohmann::json to_json() const;
 };
 

@@ -1,6 +1,6 @@
 #pragma once
 // Device timing: CUDA events around CUDA-graph replays, warm-up first, L2 flushed before each
-// sample, at least `min_samples`, stopping early once the median is pinned down.
+// sample, at least `min_samples`, stopping early once the 95% confidence interval of the mean is tight.
 
 #include <cuda_runtime_api.h>
 

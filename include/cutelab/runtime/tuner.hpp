@@ -65,6 +65,11 @@ struct RunResult {
 };
 [[nodiscard]] const char* status_name(RunResult::Status s) noexcept;
 
+// CUTELAB_VERBOSE set (and not "0"): say which config was chosen and why.
+[[nodiscard]] bool verbose_from_env();
+// The key the tuner stores a run's winner under.
+[[nodiscard]] TuneKey tune_key(const RunResult& r);
+
 // Never throws for problems of the kernel (they land in the result); throws UsageError for
 // bad problems or options.
 [[nodiscard]] RunResult run_kernel(const KernelPlan& plan, const Problem& problem, const DeviceInfo& dev,

@@ -14,11 +14,6 @@ namespace cutelab::mla {
 
 namespace {
 
-constexpr int kMaxBatch = 1024;
-constexpr int kMaxQueryLen = 8;
-constexpr int kMaxHeadsQ = 128;
-constexpr int kMaxHeadsKV = 8;
-constexpr int kMaxSeqlen = 131072;
 
 std::string shape_str(const std::vector<std::int64_t>& shape) {
   std::ostringstream out;

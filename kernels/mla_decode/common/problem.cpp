@@ -12,7 +12,6 @@ namespace cutelab::mla {
 
 namespace {
 
-constexpr int kMaxSeqlen = 131072;  // 128K tokens, the longest request the family supports
 // Device memory a problem may ask for. Beyond this the run would not fit next to the
 // reference and the L2 flush buffer on an 80 GB part, so it is refused up front.
 constexpr double kMemoryCapBytes = 64.0 * (1ull << 30);
@@ -43,11 +42,11 @@ Family make_family() {
   f.description =
       "DeepSeek-style MLA decode (absorbed, d_qk 576, d_v 512) over a paged KV cache of 64-token pages";
   f.params = {
-      integer_param("b", "requests in the batch", 128, 1, 1024),
-      integer_param("s", "query tokens per request (s_q)", 1, 1, 8),
+      integer_param("b", "requests in the batch", 128, 1, kMaxBatch),
+      integer_param("s", "query tokens per request (s_q)", 1, 1, kMaxQueryLen),
       integer_param("t", "KV sequence length per request (the mean with --varlen)", 4096, 1, kMaxSeqlen),
-      integer_param("h", "query heads (h_q)", 128, 1, 128),
-      integer_param("hkv", "KV heads (h_kv); h must be a multiple of it", 1, 1, 8),
+      integer_param("h", "query heads (h_q)", 128, 1, kMaxHeadsQ),
+      integer_param("hkv", "KV heads (h_kv); h must be a multiple of it", 1, 1, kMaxHeadsKV),
       bool_param("varlen", "draw lengths per request from N(t, t/2), clipped to [s, 131072]"),
       bool_param("causal", "query i of a request sees the first seqlen - s + i + 1 keys"),
   };
@@ -101,11 +100,11 @@ MlaDecodeProblem MlaDecodeProblem::from(const Problem& p) {
   m.dtype = *parsed;
 
   // make_problem enforces the bounds for text input; a Problem built in code may not have.
-  CUTELAB_REQUIRE(m.b >= 1 && m.b <= 1024, "b: expected 1..1024, got ", m.b);
-  CUTELAB_REQUIRE(m.s_q >= 1 && m.s_q <= 8, "s: expected 1..8, got ", m.s_q);
+  CUTELAB_REQUIRE(m.b >= 1 && m.b <= kMaxBatch, "b: expected 1..", kMaxBatch, ", got ", m.b);
+  CUTELAB_REQUIRE(m.s_q >= 1 && m.s_q <= kMaxQueryLen, "s: expected 1..", kMaxQueryLen, ", got ", m.s_q);
   CUTELAB_REQUIRE(m.t >= 1 && m.t <= kMaxSeqlen, "t: expected 1..", kMaxSeqlen, ", got ", m.t);
-  CUTELAB_REQUIRE(m.h_q >= 1 && m.h_q <= 128, "h: expected 1..128, got ", m.h_q);
-  CUTELAB_REQUIRE(m.h_kv >= 1 && m.h_kv <= 8, "hkv: expected 1..8, got ", m.h_kv);
+  CUTELAB_REQUIRE(m.h_q >= 1 && m.h_q <= kMaxHeadsQ, "h: expected 1..", kMaxHeadsQ, ", got ", m.h_q);
+  CUTELAB_REQUIRE(m.h_kv >= 1 && m.h_kv <= kMaxHeadsKV, "hkv: expected 1..", kMaxHeadsKV, ", got ", m.h_kv);
   CUTELAB_REQUIRE(m.h_q % m.h_kv == 0, "h (", m.h_q, ") must be a multiple of hkv (", m.h_kv, ")");
 
   const double need = estimated_device_bytes(m);

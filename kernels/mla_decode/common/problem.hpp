@@ -1,6 +1,6 @@
 #pragma once
 // The MLA decode family: DeepSeek-style absorbed (MQA) attention over a paged KV cache.
-// Semantics: ../shared/DESIGN.md "MLA decode". All designs of the family share this file.
+// Semantics: the lab's design notes (shared/DESIGN.md, "MLA decode"). All designs of the family share this file.
 
 #include <cstdint>
 #include <vector>
@@ -13,6 +13,13 @@ namespace cutelab::mla {
 inline constexpr int kHeadDimQK = 576;  // 512 latent (also V) + 64 RoPE
 inline constexpr int kHeadDimV = 512;
 inline constexpr int kPageSize = 64;    // tokens per KV-cache block
+
+// What the family supports (checked by the problem, the host API and the test workspaces).
+inline constexpr int kMaxBatch = 1024;
+inline constexpr int kMaxQueryLen = 8;
+inline constexpr int kMaxHeadsQ = 128;
+inline constexpr int kMaxHeadsKV = 8;
+inline constexpr int kMaxSeqlen = 131072;  // 128K tokens
 
 // What the CLI and suites describe: sizes and flags, with sequence lengths drawn from them.
 struct MlaDecodeProblem {

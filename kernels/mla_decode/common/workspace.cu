@@ -13,7 +13,6 @@ namespace cutelab::mla {
 
 namespace {
 
-constexpr int kMaxSeqlen = 131072;
 
 constexpr std::uint64_t mix(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -41,10 +40,10 @@ __global__ void nan_fill_kernel(uint4* kv, const int* valid_tokens, int token_ve
 }
 
 void check_case(const MlaDecodeCase& c) {
-  CUTELAB_REQUIRE(c.b >= 1 && c.b <= 1024, "case.b: expected 1..1024, got ", c.b);
-  CUTELAB_REQUIRE(c.s_q >= 1 && c.s_q <= 8, "case.s_q: expected 1..8, got ", c.s_q);
-  CUTELAB_REQUIRE(c.h_q >= 1 && c.h_q <= 128, "case.h_q: expected 1..128, got ", c.h_q);
-  CUTELAB_REQUIRE(c.h_kv >= 1 && c.h_kv <= 8, "case.h_kv: expected 1..8, got ", c.h_kv);
+  CUTELAB_REQUIRE(c.b >= 1 && c.b <= kMaxBatch, "case.b: expected 1..", kMaxBatch, ", got ", c.b);
+  CUTELAB_REQUIRE(c.s_q >= 1 && c.s_q <= kMaxQueryLen, "case.s_q: expected 1..", kMaxQueryLen, ", got ", c.s_q);
+  CUTELAB_REQUIRE(c.h_q >= 1 && c.h_q <= kMaxHeadsQ, "case.h_q: expected 1..", kMaxHeadsQ, ", got ", c.h_q);
+  CUTELAB_REQUIRE(c.h_kv >= 1 && c.h_kv <= kMaxHeadsKV, "case.h_kv: expected 1..", kMaxHeadsKV, ", got ", c.h_kv);
   CUTELAB_REQUIRE(c.h_q % c.h_kv == 0, "case.h_q (", c.h_q, ") must be a multiple of case.h_kv (", c.h_kv, ")");
   CUTELAB_REQUIRE(c.dtype == DType::bf16 || c.dtype == DType::f16, "case.dtype: expected bf16 or f16, got ",
                   dtype_name(c.dtype));

@@ -14,6 +14,7 @@ namespace cutelab::mla {
 namespace {
 
 constexpr int kScheduleThreads = kScheduleMaxBatch;
+static_assert(kScheduleMaxBatch >= kMaxBatch, "one schedule block must cover the family's largest batch");
 
 __global__ void __launch_bounds__(kScheduleThreads)
 split_schedule_kernel(const int* __restrict__ seqlens, int b, SplitSchedule s) {
@@ -154,8 +155,9 @@ split_combine_kernel(CombineArgs a) {
 void launch_split_schedule(const int* seqlens, int b, const SplitSchedule& s, cudaStream_t stream) {
   CUTELAB_REQUIRE(b >= 1 && b <= kScheduleMaxBatch, "split schedule: b = ", b, " outside [1, ", kScheduleMaxBatch, "]");
   CUTELAB_REQUIRE(s.num_parts >= 1 && s.num_parts < kScheduleThreads, "split schedule: num_parts = ", s.num_parts);
-  split_schedule_kernel<<<1, kScheduleThreads, 0, stream>>>(seqlens, b, s);
-  CUTELAB_CUDA_LAUNCH();
+  LaunchShape shape;
+  shape.block = dim3(kScheduleThreads, 1, 1);
+  cutelab::launch(split_schedule_kernel, shape, stream, seqlens, b, s);
 }
 
 void launch_split_combine(const CombineArgs& a, cudaStream_t stream) {

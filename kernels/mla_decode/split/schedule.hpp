@@ -8,6 +8,10 @@
 // [p*P, (p+1)*P). A request cut by a part boundary is "split": each of its pieces writes fp32
 // partial output + lse into a slot, and the combine kernel merges them. Unsplit requests are
 // written directly by the main kernel. Pieces of split requests number at most 2 * num_parts.
+//
+// Source of the idea: FlashMLA's get_mla_metadata (deepseek-ai/FlashMLA), which balances the same
+// cost line with a fixed per-request overhead; this implementation (block scans, a binary search
+// per part, closed-form split counts) is the lab's own.
 
 #include <cuda_runtime_api.h>
 
@@ -49,10 +53,9 @@ void launch_split_schedule(const int* seqlens, int b, const SplitSchedule& s, cu
 // Partial results: slot-major, then kv head, then packed query row (rows_per_head rows), then
 // 512 columns. Natural-log lse; -inf for a piece in which a row saw no key.
 struct SplitPartials {
-  float* out = nullptr;  // [slots, h_kv, rows_per_head, 512]
-  float* lse = nullptr;  // [slots, h_kv, rows_per_head]
+  float* out = nullptr;  // [2 * num_parts slots, h_kv, rows_per_head, 512]
+  float* lse = nullptr;  // [2 * num_parts slots, h_kv, rows_per_head]
   int rows_per_head = 0;
-  int slots = 0;         // 2 * num_parts
 };
 
 struct CombineArgs {

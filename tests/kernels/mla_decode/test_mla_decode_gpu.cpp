@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cute/mla_decode/paged_sm90/paged_sm90_v1/api.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/core/math.hpp"
 #include "cutelab/runtime/check.hpp"
@@ -230,6 +231,48 @@ TEST(MlaDecodeChecked, EveryPlanRejectsBeforeWritingAnything) {
     ++ran;
   }
   if (ran == 0) GTEST_SKIP() << "no mla_decode plan runs on " << device().name;
+}
+
+// validate_args accepts padded rows (the family's contract); the paged_sm90 kernels address q,
+// out and lse as dense arrays, so their Runner must refuse such views before encoding anything.
+TEST(MlaDecodePagedSm90, RunnerRejectsPaddedViews) {
+  CUTELAB_REQUIRE_GPU();
+  if (auto why = arch_mismatch({9, 0, true}, device())) GTEST_SKIP() << *why;
+  MlaDecodeWorkspace ws(checked_case(), 43);
+  const MlaDecodeDims dims = validate_args(ws.args(), /*checked=*/false);
+  const paged_sm90::Runner runner(dims, device(), paged_sm90::TuneConfig{},
+                                  paged_sm90_v1::main_kernel(dims.dtype));
+  EXPECT_NO_THROW((void)runner.prepare(ws.args()));
+  const std::int64_t h = dims.h_q, s = dims.s_q;
+  struct Padding {
+    std::string what;
+    void (*pad)(MlaDecodeArgs&, std::int64_t h, std::int64_t s);
+  };
+  const std::vector<Padding> paddings = {
+      {"q",
+       [](MlaDecodeArgs& a, std::int64_t h, std::int64_t s) {
+         a.q.stride = {s * h * 584, h * 584, 584, 1};
+       }},
+      {"out",
+       [](MlaDecodeArgs& a, std::int64_t h, std::int64_t s) {
+         a.out.stride = {s * h * 520, h * 520, 520, 1};
+       }},
+      {"block_table",
+       [](MlaDecodeArgs& a, std::int64_t, std::int64_t) {
+         a.block_table.stride = {a.block_table.shape[1] + 4, 1};
+       }},
+  };
+  for (const Padding& p : paddings) {
+    MlaDecodeArgs args = ws.args();
+    p.pad(args, h, s);
+    EXPECT_NO_THROW((void)validate_args(args, /*checked=*/false)) << p.what;
+    try {
+      (void)runner.prepare(args);
+      ADD_FAILURE() << p.what << ": padded view accepted";
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.message(), HasSubstr(p.what + " must be contiguous")) << p.what;
+    }
+  }
 }
 
 }  // namespace

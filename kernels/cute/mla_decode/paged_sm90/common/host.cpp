@@ -43,7 +43,6 @@ Params make_params(const LaunchState& st, const MlaDecodeArgs& args, const MlaDe
   p.partials.out = static_cast<float*>(st.partial_out.data());
   p.partials.lse = static_cast<float*>(st.partial_lse.data());
   p.partials.rows_per_head = st.m_tiles * kBlockM;
-  p.partials.slots = 2 * st.num_parts;
   return p;
 }
 
@@ -89,27 +88,39 @@ LaunchState::LaunchState(const MlaDecodeDims& d, const DeviceInfo& dev, const Tu
 }
 
 Runner::Runner(const MlaDecodeDims& dims, const DeviceInfo& dev, const TuneConfig& config, MainKernel main)
-    : state_(std::make_shared<LaunchState>(dims, dev, config)), main_(main) {}
+    : state_(std::make_shared<LaunchState>(dims, dev, config)), main_(main) {
+  main_.set_attributes();
+}
 
-void Runner::run(const MlaDecodeArgs& args, cudaStream_t stream) const {
-  const MlaDecodeDims call = validate_args(args, /*checked=*/false, stream);
+PreparedCall Runner::prepare(const MlaDecodeArgs& args) const {
+  const MlaDecodeDims call = validate_args(args, /*checked=*/false);
   const MlaDecodeDims& d = state_->dims;
   CUTELAB_REQUIRE(call.b <= d.b, main_.name, ": batch ", call.b, " exceeds the ", d.b, " this object was sized for");
   CUTELAB_REQUIRE(call.s_q == d.s_q && call.h_q == d.h_q && call.h_kv == d.h_kv && call.dtype == d.dtype, main_.name,
                   ": call shape (s_q ", call.s_q, ", h_q ", call.h_q, ", h_kv ", call.h_kv, ", ", dtype_name(call.dtype),
                   ") differs from the planned one (s_q ", d.s_q, ", h_q ", d.h_q, ", h_kv ", d.h_kv, ", ",
                   dtype_name(d.dtype), ")");
-  const Params p = make_params(*state_, args, call);
-  const CUtensorMap kv_map = make_kv_map(args, call);
+  for (const auto& [name, view] : {std::pair<const char*, const TensorView*>{"q", &args.q},
+                                   {"kv_cache", &args.kv_cache},
+                                   {"block_table", &args.block_table},
+                                   {"out", &args.out},
+                                   {"lse", &args.lse}})
+    CUTELAB_REQUIRE(view->contiguous(), main_.name, ": ", name, " must be contiguous (row-major, no padding), got ",
+                    view->describe());
+  return PreparedCall{make_params(*state_, args, call), make_kv_map(args, call), call, args.out.data};
+}
 
-  launch_split_schedule(p.seqlens, call.b, p.schedule, stream);
-  main_.launch(p, kv_map, dim3(d.h_kv * state_->m_tiles, state_->num_parts, 1), stream);
+void Runner::launch(const PreparedCall& call, cudaStream_t stream) const {
+  const Params& p = call.params;
+  const MlaDecodeDims& d = state_->dims;
+  launch_split_schedule(p.seqlens, call.dims.b, p.schedule, stream);
+  main_.launch(p, call.kv_map, dim3(d.h_kv * state_->m_tiles, state_->num_parts, 1), stream);
   CombineArgs c;
-  c.out = args.out.data;
+  c.out = call.out;
   c.lse = p.lse;
   c.requests = p.schedule.requests;
   c.partials = p.partials;
-  c.b = call.b;
+  c.b = call.dims.b;
   c.s_q = d.s_q;
   c.h_q = d.h_q;
   c.h_kv = d.h_kv;
@@ -121,11 +132,6 @@ std::vector<FunctionResources> Runner::resources() const {
   std::vector<FunctionResources> out{read_resources(main_.function, main_.name, kThreads, main_.shared_bytes)};
   for (FunctionResources& r : split_kernel_resources(state_->dims.dtype)) out.push_back(std::move(r));
   return out;
-}
-
-std::size_t Runner::scratch_bytes() const {
-  const LaunchState& st = *state_;
-  return st.parts.bytes() + st.requests.bytes() + st.partial_out.bytes() + st.partial_lse.bytes();
 }
 
 }  // namespace cutelab::mla::paged_sm90

@@ -24,7 +24,7 @@ inline constexpr int kThreads = 384;  // producer warpgroup + two consumer warpg
 
 // Run-time knobs the tuner varies (no recompilation).
 struct TuneConfig {
-  int fixed_overhead_blocks = 5;  // schedule: cost of a request piece beyond its KV blocks
+  int fixed_overhead_blocks = 8;  // schedule: cost of a request piece beyond its KV blocks
   bool kv_evict_first = true;     // L2 hint on streamed KV tiles
   int min_blocks_per_part = 1;    // schedule: shortest part (small batches: fewer partials)
 
@@ -48,16 +48,28 @@ struct MainKernel {
   const char* name = "";
   const void* function = nullptr;
   std::size_t shared_bytes = 0;
+  void (*set_attributes)() = nullptr;  // raises the dynamic shared-memory limit (plan time)
   void (*launch)(const Params&, const CUtensorMap&, dim3 grid, cudaStream_t) = nullptr;
 };
 
-// The host API object of a version: validates (host-side checks only) and launches.
+// Everything one call needs, checked and encoded once: a launch only enqueues kernels.
+struct PreparedCall {
+  Params params;
+  CUtensorMap kv_map{};
+  MlaDecodeDims dims;
+  void* out = nullptr;
+};
+
+// The host API object of a design. run() = prepare() + launch(); prepare() validates the
+// arguments (host-side checks only: no device reads, no sync) and rejects views the kernels
+// cannot address (they need contiguous q, KV cache, block table, out and lse).
 class Runner {
  public:
   Runner(const MlaDecodeDims& dims, const DeviceInfo& dev, const TuneConfig& config, MainKernel main);
-  void run(const MlaDecodeArgs& args, cudaStream_t stream) const;
+  [[nodiscard]] PreparedCall prepare(const MlaDecodeArgs& args) const;
+  void launch(const PreparedCall& call, cudaStream_t stream) const;
+  void run(const MlaDecodeArgs& args, cudaStream_t stream) const { launch(prepare(args), stream); }
   [[nodiscard]] std::vector<FunctionResources> resources() const;
-  [[nodiscard]] std::size_t scratch_bytes() const;
 
  private:
   std::shared_ptr<LaunchState> state_;

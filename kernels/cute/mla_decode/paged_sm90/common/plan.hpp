@@ -71,8 +71,9 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>> {
     // Checked once here (reads seqlens and block ids); the launch path itself never syncs.
     const MlaDecodeDims dims = checked_dims(ws);
     auto runner = std::make_shared<const Runner>(dims, dev, c.tune, Version::main_kernel(dims.dtype));
+    // The workspace's arguments never change: check and encode them once, launch only.
     Kernel k;
-    k.launch = [runner, args = ws.args()](cudaStream_t stream) { runner->run(args, stream); };
+    k.launch = [runner, call = runner->prepare(ws.args())](cudaStream_t stream) { runner->launch(call, stream); };
     k.resources = runner->resources();
     return k;
   }

@@ -13,8 +13,6 @@
 namespace cutelab::mla::paged_sm90_v1 {
 
 using paged_sm90::Params;
-using paged_sm90::for_each_piece;
-using paged_sm90::row_coords;
 
 template <class Traits>
 struct Kernel {
@@ -30,28 +28,6 @@ struct Kernel {
         p, kv_map, [&](SharedStorage& smem, const PartInfo& part, int kv_head, int m_tile, int wg) {
           consume(p, smem, part, kv_head, m_tile, wg);
         });
-  }
-
-  // Both consumer warpgroups load the 64 x 576 Q tile with 16-byte loads; padded rows are 0.
-  CUTE_DEVICE static void load_q(const Params& p, SharedStorage& smem, int req, int kv_head, int m_tile) {
-    using namespace cute;
-    Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{});  // (BLK_M,576)
-    constexpr int kVecs = Traits::kHeadDimQK / 8;
-    const int tid = threadIdx.x - 128;
-    for (int idx = tid; idx < kBlockM * kVecs; idx += Traits::kConsumerThreads) {
-      const int r = idx / kVecs, v = idx % kVecs;
-      const int packed = m_tile * kBlockM + r;
-      uint4 val = make_uint4(0, 0, 0, 0);
-      if (packed < p.rows_per_head) {
-        int s, head;
-        row_coords(p, packed, kv_head, s, head);
-        const Element* src = static_cast<const Element*>(p.q) +
-                             ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * Traits::kHeadDimQK + v * 8;
-        val = *reinterpret_cast<const uint4*>(src);
-      }
-      // 8 consecutive head-dim elements stay one 16-byte unit under the 128-byte swizzle.
-      *reinterpret_cast<uint4*>(&sQ(r, v * 8)) = val;
-    }
   }
 
   CUTE_DEVICE static void consume(const Params& p, SharedStorage& smem, const PartInfo& part, int kv_head,
@@ -73,9 +49,9 @@ struct Kernel {
     Tensor tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ));                            // (MMA,1,36)
 
     int iter = 0;
-    for_each_piece(p, part, [&](int req, int first, int end) {
+    paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) {
       cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, Barrier::kQFree);
-      load_q(p, smem, req, kv_head, m_tile);
+      paged_sm90::load_q_tile<Traits>(p, smem, req, kv_head, m_tile);
       cutlass::arch::fence_view_async_shared();
       cutlass::arch::NamedBarrier::sync(Traits::kConsumerThreads, Barrier::kQReady);
 
@@ -115,20 +91,8 @@ struct Kernel {
         warpgroup_wait<0>();
         warpgroup_fence_operand(tSrS);
 
-        // Tokens past the sequence end hold anything (NaN in tests): P = 0 there, but 0 * NaN
-        // is NaN, so this warpgroup zeroes its own V half of those rows before P V.
-        const int valid = seqlen - blk * kBlockN;
-        if (valid < kBlockN) {
-          Tensor sV_rows = make_tensor(make_smem_ptr(tile), typename Traits::SmemLayoutK{});  // (BLK_N,576)
-          constexpr int kVecs = Traits::kVColsPerWarpgroup / 8;
-          for (int idx = wg_thread; idx < (kBlockN - valid) * kVecs; idx += 128) {
-            const int t = valid + idx / kVecs;
-            const int d = wg * Traits::kVColsPerWarpgroup + (idx % kVecs) * 8;
-            *reinterpret_cast<uint4*>(&sV_rows(t, d)) = make_uint4(0, 0, 0, 0);
-          }
-          cutlass::arch::fence_view_async_shared();
-          cutlass::arch::NamedBarrier::sync(128, Barrier::kWarpgroupSync + wg);
-        }
+        const int valid = seqlen - blk * kBlockN;  // tokens of this page inside the sequence
+        if (valid < kBlockN) paged_sm90::zero_v_tail<Traits>(tile, valid, wg, Barrier::kWarpgroupSync + wg);
 
         // Online softmax. Register i of the accumulator holds row r0 + 8 * ((i >> 1) & 1) and
         // column col0 + (i & 1) + 8 * (i >> 2).

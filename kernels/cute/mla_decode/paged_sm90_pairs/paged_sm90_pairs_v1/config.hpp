@@ -28,7 +28,6 @@ struct Traits {
   static constexpr int kBlockN = kPageSize;            // tokens per KV tile = one page
   static constexpr int kHeadDimQK = mla::kHeadDimQK;
   static constexpr int kHeadDimV = mla::kHeadDimV;
-  static constexpr int kHeadDimRope = kHeadDimQK - kHeadDimV;  // Q's part kept in registers
   static constexpr int kChunk = 64;                    // TMA box width: one 128-byte swizzle row
   static constexpr int kNumChunks = kHeadDimQK / kChunk;
   static constexpr int kStages = 2;                    // one page per consumer warpgroup

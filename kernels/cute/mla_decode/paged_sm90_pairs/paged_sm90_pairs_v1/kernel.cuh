@@ -31,27 +31,6 @@ struct Kernel {
         });
   }
 
-  // Q's first 512 columns to shared memory (both consumer warpgroups, 16-byte loads); padded
-  // rows are 0.
-  CUTE_DEVICE static void load_q(const Params& p, SharedStorage& smem, int req, int kv_head, int m_tile) {
-    using namespace cute;
-    Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{});  // (BLK_M,512)
-    constexpr int kVecs = Traits::kHeadDimV / 8;
-    for (int idx = threadIdx.x - 128; idx < kBlockM * kVecs; idx += Traits::kConsumerThreads) {
-      const int r = idx / kVecs, v = idx % kVecs;
-      const int packed = m_tile * kBlockM + r;
-      uint4 val = make_uint4(0, 0, 0, 0);
-      if (packed < p.rows_per_head) val = *reinterpret_cast<const uint4*>(q_row(p, req, kv_head, packed) + v * 8);
-      *reinterpret_cast<uint4*>(&sQ(r, v * 8)) = val;
-    }
-  }
-
-  CUTE_DEVICE static const Element* q_row(const Params& p, int req, int kv_head, int packed) {
-    int s, head;
-    paged_sm90::row_coords(p, packed, kv_head, s, head);
-    return static_cast<const Element*>(p.q) + ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * Traits::kHeadDimQK;
-  }
-
   CUTE_DEVICE static void consume(const Params& p, SharedStorage& smem, const PartInfo& part, int kv_head,
                                   int m_tile, int wg) {
     using namespace cute;
@@ -83,11 +62,11 @@ struct Kernel {
     int iter = 0;  // ring position of the piece's first page
     paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) {
       NamedBarrier::sync(Traits::kConsumerThreads, Barrier::kQFree);
-      load_q(p, smem, req, kv_head, m_tile);
+      paged_sm90::load_q_tile<Traits>(p, smem, req, kv_head, m_tile);
       CUTE_UNROLL
       for (int i = 0; i < size(tSrQRope); ++i) {
         const int packed = m_tile * kBlockM + get<0>(tScQRope(i));
-        tSrQRope(i) = packed < p.rows_per_head ? q_row(p, req, kv_head, packed)[Traits::kHeadDimV + get<1>(tScQRope(i))]
+        tSrQRope(i) = packed < p.rows_per_head ? paged_sm90::q_row<Element>(p, req, kv_head, packed)[Traits::kHeadDimV + get<1>(tScQRope(i))]
                                                : Element(0);
       }
       cutlass::arch::fence_view_async_shared();
@@ -187,20 +166,10 @@ struct Kernel {
         // Both pages must have landed before this warpgroup reads their V halves.
         paged_sm90::wait_page<Traits>(smem, iter);
         if (has_b) paged_sm90::wait_page<Traits>(smem, iter + 1);
-        // Tokens past the sequence end hold anything (NaN in tests): P is 0 there, but 0 * NaN
-        // is NaN, so each warpgroup zeroes its own V half of those rows first.
         const int tail_page = last_blk - pair;  // 0 or 1 when the sequence ends in this pair
-        if ((tail_page == 0 || (tail_page == 1 && has_b)) && seqlen % kBlockN != 0) {
-          Tensor sRows = make_tensor(make_smem_ptr(smem.kv[(iter + tail_page) % kStages].data()),
-                                     typename Traits::SmemLayoutK{});  // (BLK_N,576)
-          const int valid = seqlen % kBlockN;
-          constexpr int kVecs = Traits::kVColsPerWarpgroup / 8;
-          for (int idx = wg_thread; idx < (kBlockN - valid) * kVecs; idx += 128)
-            *reinterpret_cast<uint4*>(&sRows(valid + idx / kVecs, wg * Traits::kVColsPerWarpgroup + (idx % kVecs) * 8)) =
-                make_uint4(0, 0, 0, 0);
-          cutlass::arch::fence_view_async_shared();
-          NamedBarrier::sync(128, Barrier::kWarpgroupSync + wg);
-        }
+        if ((tail_page == 0 || (tail_page == 1 && has_b)) && seqlen % kBlockN != 0)
+          paged_sm90::zero_v_tail<Traits>(smem.kv[(iter + tail_page) % kStages].data(), seqlen % kBlockN, wg,
+                                          Barrier::kWarpgroupSync + wg);
 
         // O[:, half] += P_a V_a[:, half] + P_b V_b[:, half]; page a first so its stage frees first.
         Tensor sVa = make_tensor(make_smem_ptr(smem.kv[iter % kStages].data() + wg * Traits::kVHalfOffset),
