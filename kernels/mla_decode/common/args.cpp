@@ -14,7 +14,6 @@ namespace cutelab::mla {
 
 namespace {
 
-
 std::string shape_str(const std::vector<std::int64_t>& shape) {
   std::ostringstream out;
   out << '[';

@@ -13,7 +13,6 @@ namespace cutelab::mla {
 
 namespace {
 
-
 constexpr std::uint64_t mix(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;

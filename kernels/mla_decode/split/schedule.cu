@@ -83,14 +83,19 @@ __device__ __forceinline__ void store_out<__half>(__half* out, int idx, float4 v
 
 constexpr int kCombineWarps = 4;
 constexpr int kSplitsInFlight = 8;  // partial rows loaded before the first is used
+// Below this many (row, column slice) warps the GPU holds too few loads in flight: a small batch
+// cuts its rows into 2 or 4 column slices (b = 1, h_q = 128: 128 rows, 512 warps with 4).
+constexpr int kCombineTargetWarps = 1024;
 
-// One warp per (request, kv head, packed query row); each lane owns 16 of the 512 columns.
-// A small batch splits each request many ways (b = 1: ~30 pieces), so the loop over pieces is
-// latency-bound: the lanes read the pieces' lse values in parallel, and the partial rows are
-// loaded kSplitsInFlight at a time.
-template <class Element>
+// One warp per (request, kv head, packed query row, column slice); each lane owns
+// 16 / kSlices of the slice's columns. A small batch splits each request many ways (b = 1: up to
+// one piece per part), so the loop over pieces is latency-bound: the lanes read the pieces' lse
+// values in parallel and the partial rows are loaded kSplitsInFlight at a time.
+template <class Element, int kSlices>
 __global__ void __launch_bounds__(kCombineWarps * 32)
 split_combine_kernel(CombineArgs a) {
+  constexpr int kVecs = 4 / kSlices;                 // float4s per lane per partial row
+  constexpr int kSliceCols = kHeadDimV / kSlices;
   sm90::wait_for_prior_grid();
   const int req = blockIdx.x;
   const RequestSplit rs = a.requests[req];
@@ -99,12 +104,14 @@ split_combine_kernel(CombineArgs a) {
   const int heads_per_kv = a.h_q / a.h_kv;
   const int rows = a.s_q * heads_per_kv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int flat = blockIdx.y * kCombineWarps + warp;  // kv_head * rows + row
-  if (flat >= a.h_kv * rows) return;
+  const int flat_slice = blockIdx.y * kCombineWarps + warp;  // (kv_head * rows + row) * kSlices + slice
+  if (flat_slice >= a.h_kv * rows * kSlices) return;
+  const int flat = flat_slice / kSlices, slice = flat_slice % kSlices;
   const int kv_head = flat / rows, row = flat % rows;
   const int s = row / heads_per_kv, head = kv_head * heads_per_kv + row % heads_per_kv;
 
-  Element* out = static_cast<Element*>(a.out) + ((static_cast<int64_t>(req) * a.s_q + s) * a.h_q + head) * kHeadDimV;
+  Element* out = static_cast<Element*>(a.out) + ((static_cast<int64_t>(req) * a.s_q + s) * a.h_q + head) * kHeadDimV +
+                 slice * kSliceCols;
   float* lse_out = a.lse + (static_cast<int64_t>(req) * a.h_q + head) * a.s_q + s;
   const auto slot_row = [&](int k) {
     return (static_cast<int64_t>(rs.split_offset + k) * a.h_kv + kv_head) * a.partials.rows_per_head + row;
@@ -114,26 +121,26 @@ split_combine_kernel(CombineArgs a) {
   for (int k = lane; k < rs.num_splits; k += 32) max_lse = fmaxf(max_lse, a.partials.lse[slot_row(k)]);
   for (int offset = 16; offset > 0; offset /= 2) max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, offset));
 
-  float4 acc[4] = {};
+  float4 acc[kVecs] = {};
   float sum = 0.f;
   if (max_lse != -INFINITY) {
     for (int k0 = 0; k0 < rs.num_splits; k0 += kSplitsInFlight) {
       float w[kSplitsInFlight];
-      float4 v[kSplitsInFlight][4];
+      float4 v[kSplitsInFlight][kVecs];
 #pragma unroll
       for (int u = 0; u < kSplitsInFlight; ++u) {
         const bool live = k0 + u < rs.num_splits;
         const int64_t sr = slot_row(live ? k0 + u : k0);
         w[u] = live ? __expf(a.partials.lse[sr] - max_lse) : 0.f;
-        const float4* part = reinterpret_cast<const float4*>(a.partials.out + sr * kHeadDimV);
+        const float4* part = reinterpret_cast<const float4*>(a.partials.out + sr * kHeadDimV + slice * kSliceCols);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) v[u][j] = part[j * 32 + lane];
+        for (int j = 0; j < kVecs; ++j) v[u][j] = part[j * 32 + lane];
       }
 #pragma unroll
       for (int u = 0; u < kSplitsInFlight; ++u) {
         sum += w[u];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < kVecs; ++j) {
           acc[j].x += w[u] * v[u][j].x; acc[j].y += w[u] * v[u][j].y;
           acc[j].z += w[u] * v[u][j].z; acc[j].w += w[u] * v[u][j].w;
         }
@@ -142,12 +149,36 @@ split_combine_kernel(CombineArgs a) {
   }
   const float inv = sum > 0.f ? 1.f / sum : 0.f;
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < kVecs; ++j) {
     const float4 o{acc[j].x * inv, acc[j].y * inv, acc[j].z * inv, acc[j].w * inv};
     store_out<Element>(out, (j * 32 + lane) * 4, o);
   }
   // A row that saw no key at all (length 0, or causal with nothing visible) has lse +inf.
-  if (lane == 0) *lse_out = sum > 0.f ? max_lse + __logf(sum) : INFINITY;
+  if (slice == 0 && lane == 0) *lse_out = sum > 0.f ? max_lse + __logf(sum) : INFINITY;
+}
+
+// Column slices for a launch: as few as keep kCombineTargetWarps warps busy.
+int combine_slices(int b, int s_q, int h_q) {
+  const long warps = static_cast<long>(b) * s_q * h_q;
+  return warps >= kCombineTargetWarps ? 1 : 2 * warps >= kCombineTargetWarps ? 2 : 4;
+}
+
+template <class Element>
+const void* combine_function(int slices) {
+  switch (slices) {
+    case 1: return reinterpret_cast<const void*>(&split_combine_kernel<Element, 1>);
+    case 2: return reinterpret_cast<const void*>(&split_combine_kernel<Element, 2>);
+    default: return reinterpret_cast<const void*>(&split_combine_kernel<Element, 4>);
+  }
+}
+
+template <class Element>
+void launch_combine(const CombineArgs& a, const LaunchShape& shape, int slices, cudaStream_t stream) {
+  switch (slices) {
+    case 1: cutelab::launch(split_combine_kernel<Element, 1>, shape, stream, a); break;
+    case 2: cutelab::launch(split_combine_kernel<Element, 2>, shape, stream, a); break;
+    default: cutelab::launch(split_combine_kernel<Element, 4>, shape, stream, a); break;
+  }
 }
 
 }  // namespace
@@ -162,24 +193,25 @@ void launch_split_schedule(const int* seqlens, int b, const SplitSchedule& s, cu
 
 void launch_split_combine(const CombineArgs& a, cudaStream_t stream) {
   const int rows = a.s_q * (a.h_q / a.h_kv);
-  const dim3 grid(a.b, (a.h_kv * rows + kCombineWarps - 1) / kCombineWarps);
+  const int slices = combine_slices(a.b, a.s_q, a.h_q);
   LaunchShape shape;
-  shape.grid = grid;
+  shape.grid = dim3(a.b, (a.h_kv * rows * slices + kCombineWarps - 1) / kCombineWarps);
   shape.block = dim3(kCombineWarps * 32, 1, 1);
   shape.programmatic_dependent_launch = true;
   if (a.dtype == DType::bf16)
-    cutelab::launch(split_combine_kernel<__nv_bfloat16>, shape, stream, a);
+    launch_combine<__nv_bfloat16>(a, shape, slices, stream);
   else if (a.dtype == DType::f16)
-    cutelab::launch(split_combine_kernel<__half>, shape, stream, a);
+    launch_combine<__half>(a, shape, slices, stream);
   else
     throw UsageError(concat("split combine: unsupported dtype ", dtype_name(a.dtype)));
 }
 
-std::vector<FunctionResources> split_kernel_resources(DType dtype) {
-  const void* combine = dtype == DType::f16 ? reinterpret_cast<const void*>(&split_combine_kernel<__half>)
-                                            : reinterpret_cast<const void*>(&split_combine_kernel<__nv_bfloat16>);
+std::vector<FunctionResources> split_kernel_resources(DType dtype, int b, int s_q, int h_q) {
+  const int slices = combine_slices(b, s_q, h_q);
+  const void* combine =
+      dtype == DType::f16 ? combine_function<__half>(slices) : combine_function<__nv_bfloat16>(slices);
   return {read_resources(reinterpret_cast<const void*>(&split_schedule_kernel), "split_schedule", kScheduleThreads, 0),
-          read_resources(combine, "split_combine", kCombineWarps * 32, 0)};
+          read_resources(combine, concat("split_combine (", slices, " column slices)"), kCombineWarps * 32, 0)};
 }
 
 }  // namespace cutelab::mla

@@ -71,7 +71,7 @@ struct CombineArgs {
 // Launched as a programmatic dependent of the main kernel (it waits for it on the device).
 void launch_split_combine(const CombineArgs& a, cudaStream_t stream);
 
-// The schedule and combine kernels as launched, for reports.
-[[nodiscard]] std::vector<FunctionResources> split_kernel_resources(DType dtype);
+// The schedule and combine kernels as launched for a batch of b requests, for reports.
+[[nodiscard]] std::vector<FunctionResources> split_kernel_resources(DType dtype, int b, int s_q, int h_q);
 
 }  // namespace cutelab::mla

@@ -130,7 +130,8 @@ void Runner::launch(const PreparedCall& call, cudaStream_t stream) const {
 
 std::vector<FunctionResources> Runner::resources() const {
   std::vector<FunctionResources> out{read_resources(main_.function, main_.name, kThreads, main_.shared_bytes)};
-  for (FunctionResources& r : split_kernel_resources(state_->dims.dtype)) out.push_back(std::move(r));
+  const MlaDecodeDims& d = state_->dims;
+  for (FunctionResources& r : split_kernel_resources(d.dtype, d.b, d.s_q, d.h_q)) out.push_back(std::move(r));
   return out;
 }
 
