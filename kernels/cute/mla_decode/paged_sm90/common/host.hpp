@@ -60,15 +60,14 @@ struct PreparedCall {
   void* out = nullptr;
 };
 
-// The host API object of a design. run() = prepare() + launch(); prepare() validates the
-// arguments (host-side checks only: no device reads, no sync) and rejects views the kernels
-// cannot address (they need contiguous q, KV cache, block table, out and lse).
+// The host API object of a design. prepare() validates the arguments (host-side checks only: no
+// device reads, no sync), rejects views the kernels cannot address (they need contiguous q, KV
+// cache, block table, out and lse) and encodes the call; launch() only enqueues its kernels.
 class Runner {
  public:
   Runner(const MlaDecodeDims& dims, const DeviceInfo& dev, const TuneConfig& config, MainKernel main);
   [[nodiscard]] PreparedCall prepare(const MlaDecodeArgs& args) const;
   void launch(const PreparedCall& call, cudaStream_t stream) const;
-  void run(const MlaDecodeArgs& args, cudaStream_t stream) const { launch(prepare(args), stream); }
   [[nodiscard]] std::vector<FunctionResources> resources() const;
 
  private:

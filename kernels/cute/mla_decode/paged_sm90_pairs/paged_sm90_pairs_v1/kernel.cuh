@@ -176,29 +176,30 @@ struct Kernel {
                                  typename Traits::SmemLayoutV{});  // (256,BLK_N)
         Tensor sVb = make_tensor(make_smem_ptr(smem.kv[(iter + 1) % kStages].data() + wg * Traits::kVHalfOffset),
                                  typename Traits::SmemLayoutV{});  // (256,BLK_N)
+        // Own P from registers, the other warpgroup's from shared memory.
+        const auto pv_own = [&](auto& sV) {
+          Tensor tOrV = thr_own.make_fragment_B(thr_own.partition_B(sV));  // (MMA,1,4)
+          CUTE_UNROLL
+          for (int k = 0; k < size<2>(tOrP); ++k) cute::gemm(mma_pv_own, tOrP(_, _, k), tOrV(_, _, k), tOrO);
+        };
+        const auto pv_other = [&](auto& sV) {
+          Tensor tOrV = thr_other.make_fragment_B(thr_other.partition_B(sV));  // (MMA,1,4)
+          CUTE_UNROLL
+          for (int k = 0; k < size<2>(tOrPOther); ++k) cute::gemm(mma_pv_other, tOrPOther(_, _, k), tOrV(_, _, k), tOrO);
+        };
         warpgroup_fence_operand(tOrO);
         warpgroup_fence_operand(tOrP);
         warpgroup_arrive();
-        if (wg == 0) {
-          Tensor tOrV = thr_own.make_fragment_B(thr_own.partition_B(sVa));  // (MMA,1,4)
-          CUTE_UNROLL
-          for (int k = 0; k < size<2>(tOrP); ++k) cute::gemm(mma_pv_own, tOrP(_, _, k), tOrV(_, _, k), tOrO);
-        } else {
-          Tensor tOrV = thr_other.make_fragment_B(thr_other.partition_B(sVa));  // (MMA,1,4)
-          CUTE_UNROLL
-          for (int k = 0; k < size<2>(tOrPOther); ++k) cute::gemm(mma_pv_other, tOrPOther(_, _, k), tOrV(_, _, k), tOrO);
-        }
+        if (wg == 0)
+          pv_own(sVa);
+        else
+          pv_other(sVa);
         warpgroup_commit_batch();
         if (has_b) {
-          if (wg == 0) {
-            Tensor tOrV = thr_other.make_fragment_B(thr_other.partition_B(sVb));  // (MMA,1,4)
-            CUTE_UNROLL
-            for (int k = 0; k < size<2>(tOrPOther); ++k) cute::gemm(mma_pv_other, tOrPOther(_, _, k), tOrV(_, _, k), tOrO);
-          } else {
-            Tensor tOrV = thr_own.make_fragment_B(thr_own.partition_B(sVb));  // (MMA,1,4)
-            CUTE_UNROLL
-            for (int k = 0; k < size<2>(tOrP); ++k) cute::gemm(mma_pv_own, tOrP(_, _, k), tOrV(_, _, k), tOrO);
-          }
+          if (wg == 0)
+            pv_other(sVb);
+          else
+            pv_own(sVb);
           warpgroup_commit_batch();
           warpgroup_wait<1>();
           paged_sm90::release_page<Traits>(smem, iter);

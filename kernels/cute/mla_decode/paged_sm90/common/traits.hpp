@@ -1,0 +1,65 @@
+#pragma once
+// What every paged_sm90 design's Traits shares: the CTA shape, the page ring, the K tile and the
+// V view of it, and the Q K^T atom. A version's Traits derives from both parts and adds its Q
+// layout, its P V atoms, its SharedStorage and its named barriers.
+
+#include <cstdint>
+
+#include <cute/tensor.hpp>
+#include <cute/arch/mma_sm90.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+
+#include "cute/mla_decode/paged_sm90/common/host.hpp"
+#include "mla_decode/common/problem.hpp"
+
+namespace cutelab::mla::paged_sm90 {
+
+// Independent of the element type, so a derived class template finds these names unqualified.
+struct TraitsConstants {
+  static constexpr int kBlockM = 64;                   // packed query rows per CTA
+  static constexpr int kBlockN = kPageSize;            // tokens per KV tile = one page
+  static constexpr int kHeadDimQK = mla::kHeadDimQK;
+  static constexpr int kHeadDimV = mla::kHeadDimV;
+  static constexpr int kChunk = 64;                    // TMA box width: one 128-byte swizzle row
+  static constexpr int kNumChunks = kHeadDimQK / kChunk;
+  static constexpr int kStages = 2;
+  static constexpr int kConsumerWarpgroups = 2;
+  static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
+  static constexpr int kConsumerThreads = 128 * kConsumerWarpgroups;
+  static constexpr int kConsumerWarps = kConsumerThreads / 32;
+  static constexpr int kVColsPerWarpgroup = kHeadDimV / kConsumerWarpgroups;
+  static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerRegisters = 232;
+  static constexpr int kTileElements = kBlockN * kHeadDimQK;
+  static constexpr int kVHalfOffset = kVColsPerWarpgroup / kChunk * kBlockN * kChunk;  // elements
+
+  static_assert(kThreads == paged_sm90::kThreads && kBlockM == paged_sm90::kBlockM);
+  static_assert(kHeadDimQK % kChunk == 0 && kHeadDimV % (kChunk * kConsumerWarpgroups) == 0);
+  // Register budget of setmaxnreg: 65536 registers per SM, one CTA.
+  static_assert(128 * (kProducerRegisters + kConsumerWarpgroups * kConsumerRegisters) <= 65536);
+};
+
+template <class Element>
+struct TraitsTypes {
+  using C = TraitsConstants;
+  static constexpr std::uint32_t kTileBytes = C::kTileElements * sizeof(Element);
+  static_assert(C::kChunk * sizeof(Element) == 128, "one TMA box row must be one 128-byte swizzle row");
+
+  // K tile: K-major (head dim contiguous), 128-byte swizzle; tiling the 8x64 atom down the rows
+  // first puts each 64-column chunk in its own contiguous 8 KiB, which is exactly what one TMA
+  // box of 64 tokens x 64 columns writes.
+  using SmemLayoutK = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
+                                                   cute::Shape<cute::Int<C::kBlockN>, cute::Int<C::kHeadDimQK>>{}));
+  // One warpgroup's V half, (dims, tokens), MN-major over the same bytes: tile along the tokens
+  // first (Step<_2,_1>) so chunk c of 64 dims lands where the K layout keeps it.
+  using SmemLayoutV = decltype(cute::tile_to_shape(
+      cute::GMMA::Layout_MN_SW128_Atom<Element>{},
+      cute::Shape<cute::Int<C::kVColsPerWarpgroup>, cute::Int<C::kBlockN>>{}, cute::Step<cute::_2, cute::_1>{}));
+
+  using QKShape = cute::Shape<cute::Int<C::kBlockM>, cute::Int<C::kBlockN>, cute::_16>;
+  using PVShape = cute::Shape<cute::Int<C::kBlockM>, cute::Int<C::kVColsPerWarpgroup>, cute::_16>;
+  using TiledMmaQK = decltype(cute::make_tiled_mma(
+      cute::SM90::GMMA::ss_op_selector<Element, Element, float, QKShape, cute::GMMA::Major::K, cute::GMMA::Major::K>()));
+};
+
+}  // namespace cutelab::mla::paged_sm90
