@@ -46,36 +46,45 @@ std::string format_tflops(double t) { return format_fixed(t, t < 10 ? 2 : 1); }
 
 std::string format_count(double v) { return std::to_string(static_cast<long long>(std::llround(v))); }
 
+// Rates are on the primary figure (RunResult::rate_timing).
 double gbs_of(const RunResult& r) {
-  return r.timing && r.timing->median_us > 0 ? r.cost.bytes / r.timing->median_us / 1e3 : 0.0;
+  const TimingStats* t = r.rate_timing();
+  return t && t->median_us > 0 ? r.cost.bytes / t->median_us / 1e3 : 0.0;
 }
 
 double tflops_of(const RunResult& r) {
-  return r.timing && r.timing->median_us > 0 ? r.cost.flops / r.timing->median_us / 1e6 : 0.0;
+  const TimingStats* t = r.rate_timing();
+  return t && t->median_us > 0 ? r.cost.flops / t->median_us / 1e6 : 0.0;
 }
+
+std::string spread_of(const TimingStats& s) { return format_us(s.p10_us) + "-" + format_us(s.p90_us); }
+
+std::string rotating_label(const RotatingTiming& rot) { return "rotating K=" + std::to_string(rot.sets); }
+
+std::string primary_label(const RunResult& r) { return r.has_setup ? "setup reused" : "L2 flushed"; }
 
 std::string share(double value, double ceiling) {
   return ceiling > 0 && value > 0 ? format_percent(value / ceiling) : "-";
 }
 
-std::string value_text(const ParamValue& v) {
-  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
-  if (const auto* b = std::get_if<bool>(&v)) return *b ? "1" : "0";
-  return std::get<std::string>(v);
-}
+// Lists compactly: "[4641,45118,1730]" or "[1024 values, mean 4096.5]".
+std::string value_text(const ParamValue& v) { return display_text(v); }
 
 std::string tolerance_text(const Tolerance& t) {
   return "atol " + format_sci(t.atol) + ", rtol " + format_sci(t.rtol) + ", rel L2 < " +
          format_sci(t.max_rel_l2);
 }
 
-std::string check_cell(const std::vector<CheckResult>& checks) {
-  if (checks.empty()) return "-";
+// Both ways of calling a kernel with a setup count: one failure fails the row.
+std::string check_cell(const RunResult& r) {
+  if (r.checks.empty() && r.checks_reusing_setup.empty()) return "-";
   bool passed = true;
   double worst = 0;
-  for (const CheckResult& c : checks) {
-    passed &= c.passed;
-    worst = std::max(worst, c.rel_l2);
+  for (const auto* checks : {&r.checks, &r.checks_reusing_setup}) {
+    for (const CheckResult& c : *checks) {
+      passed &= c.passed;
+      worst = std::max(worst, c.rel_l2);
+    }
   }
   return std::string(passed ? "pass " : "FAIL ") + format_sci(worst);
 }
@@ -115,7 +124,13 @@ void render_checks(std::ostringstream& o, const RunResult& r) {
     o << "\ncheck    not run\n";
     return;
   }
+  // A kernel with a setup is checked twice: the whole `launch`, and `setup` + `launch_reusing_setup`.
+  const bool two_ways = !r.checks_reusing_setup.empty();
+  std::vector<std::pair<std::string, const CheckResult*>> rows;
+  for (const CheckResult& c : r.checks) rows.emplace_back("setup in each call", &c);
+  for (const CheckResult& c : r.checks_reusing_setup) rows.emplace_back("setup reused", &c);
   Table t;
+  if (two_ways) t.add_column("way", Table::Align::left);
   t.add_column("output", Table::Align::left);
   t.add_column("elements");
   t.add_column("rel L2");
@@ -126,28 +141,81 @@ void render_checks(std::ostringstream& o, const RunResult& r) {
   t.add_column("unwritten");
   t.add_column("tolerance", Table::Align::left);
   t.add_column("verdict", Table::Align::left);
-  for (const CheckResult& c : r.checks)
-    t.add_row({c.output, format_count(static_cast<double>(c.count)), format_sci(c.rel_l2),
-               format_sci(c.max_abs), format_sci(c.max_rel), std::to_string(c.mismatches),
-               std::to_string(c.nan_inf), std::to_string(c.unwritten), tolerance_text(c.tol),
-               c.passed ? "PASS" : "FAIL"});
+  for (const auto& [way, c] : rows) {
+    std::vector<std::string> cells = {c->output,
+                                      format_count(static_cast<double>(c->count)),
+                                      format_sci(c->rel_l2),
+                                      format_sci(c->max_abs),
+                                      format_sci(c->max_rel),
+                                      std::to_string(c->mismatches),
+                                      std::to_string(c->nan_inf),
+                                      std::to_string(c->unwritten),
+                                      tolerance_text(c->tol),
+                                      c->passed ? "PASS" : "FAIL"};
+    if (two_ways) cells.insert(cells.begin(), way);
+    t.add_row(std::move(cells));
+  }
   o << "\ncheck\n" << t.render();
-  for (const CheckResult& c : r.checks) {
-    if (c.passed) continue;
-    o << "  " << c.output << ": " << c.reason;
-    if (c.first_bad != SIZE_MAX) o << " (first bad element at index " << c.first_bad << ")";
+  for (const auto& [way, c] : rows) {
+    if (c->passed) continue;
+    o << "  " << (two_ways ? way + ", " : "") << c->output << ": " << c->reason;
+    if (c->first_bad != SIZE_MAX) o << " (first bad element at index " << c->first_bad << ")";
     o << "\n";
   }
 }
 
+// One line per figure: the primary (L2 flushed; setup reused when the kernel has one), the
+// whole call with its setup, the rotating one; then what each includes.
+void render_times(std::ostringstream& o, const RunResult& r) {
+  const RotatingTiming* rot = r.rotating ? &*r.rotating : nullptr;
+  if (r.timing && !r.timing_with_setup && !rot) {  // the plain case: one line
+    const TimingStats& s = *r.timing;
+    o << "\ntime     " << format_us(s.median_us) << " µs median (p10 " << format_us(s.p10_us) << ", p90 "
+      << format_us(s.p90_us) << ", n=" << s.n << ", " << s.stop_reason << ")\n";
+    return;
+  }
+  Table t;
+  t.add_column("time", Table::Align::left);
+  t.add_column("median µs");
+  t.add_column("p10-p90 µs");
+  t.add_column("n");
+  t.add_column("stop", Table::Align::left);
+  const auto row = [&](const std::string& label, const TimingStats& s) {
+    t.add_row({label, format_us(s.median_us), spread_of(s), std::to_string(s.n), s.stop_reason});
+  };
+  if (r.timing) row(primary_label(r), *r.timing);
+  if (r.timing_with_setup) row("setup in each call", *r.timing_with_setup);
+  if (rot && rot->stats) row(rotating_label(*rot), *rot->stats);
+  o << "\n" << t.render();
+  if (r.timing && r.has_setup)
+    o << "  setup reused: `setup` once, then `launch_reusing_setup` in each call; setup in each call: "
+         "`launch`\n";
+  if (r.timing)
+    o << "  " << (r.has_setup ? "setup reused, setup in each call" : primary_label(r))
+      << ": one call per graph replay, L2 flushed before each sample\n";
+  if (rot && rot->stats) {
+    const double total = rot->set_bytes * rot->sets;
+    o << "  " << rotating_label(*rot) << ": " << rot->sets << " input sets of "
+      << format_bytes(rot->set_bytes) << " (" << format_bytes(total) << " in all, L2 "
+      << format_bytes(rot->l2_bytes) << ")" << (rot->reuses_setup ? ", setup made once per set" : "") << ", "
+      << rot->sets << " calls per graph replay, time / " << rot->sets << ", no flush";
+    if (rot->l2_bytes > 0 && total <= rot->l2_bytes) o << "; the sets fit in L2: the data stays warm";
+    o << "\n";
+  }
+  if (rot && !rot->skipped.empty()) o << "  rotating: not measured: " << rot->skipped << "\n";
+}
+
 void render_numbers(std::ostringstream& o, const RunResult& r) {
-  if (!r.timing) return;
-  const TimingStats& s = *r.timing;
+  render_times(o, r);
+  const TimingStats* basis = r.rate_timing();
+  if (!basis) return;
   const double gbs = gbs_of(r), tflops = tflops_of(r);
-  o << "\ntime     " << format_us(s.median_us) << " µs median (p10 " << format_us(s.p10_us) << ", p90 "
-    << format_us(s.p90_us) << ", n=" << s.n << ", " << s.stop_reason << ")\n";
-  o << "rate     " << format_fixed(gbs, 0) << " GB/s, " << format_tflops(tflops) << " TFLOP/s  (moves "
-    << format_bytes(r.cost.bytes) << ", " << format_sci(r.cost.flops) << " FLOP)\n";
+  const bool several = r.timing_with_setup || r.rotating;
+  const std::string on = !several   ? ""
+                         : r.timing ? " on the " + primary_label(r) + " time"
+                                    : " on the " + rotating_label(*r.rotating) + " time";
+  o << "rate     " << format_fixed(gbs, 0) << " GB/s, " << format_tflops(tflops) << " TFLOP/s" << on
+    << "  (moves " << format_bytes(r.cost.bytes) << ", " << format_sci(r.cost.flops) << " FLOP)\n";
   if (r.ceilings) {
     const Ceilings& c = *r.ceilings;
     o << "measured ceilings: " << share(gbs, c.copy_gbs) << " of copy " << format_fixed(c.copy_gbs, 0)
@@ -248,7 +316,7 @@ std::string format_percent(double fraction) { return format_fixed(fraction * 100
 std::string render_run(const RunResult& r) {
   std::ostringstream o;
   o << "kernel   " << r.kernel << "\n";
-  o << "problem  " << r.problem.key() << "\n";
+  o << "problem  " << r.problem.display() << "\n";
   render_device(o, r);
   for (const std::string& w : r.warnings) o << "warning: " << w << "\n";
   if (r.status == RunResult::Status::skipped) {
@@ -302,7 +370,7 @@ std::string render_suite(const std::vector<RunResult>& runs,
     }
   }
   auto short_key = [&](const Problem& p) {
-    if (varying.empty()) return p.key();
+    if (varying.empty()) return p.display();
     std::string s;
     for (const auto& [name, value] : p.values())
       if (varying.count(name)) s += (s.empty() ? "" : ",") + name + "=" + value_text(value);
@@ -310,6 +378,12 @@ std::string render_suite(const std::vector<RunResult>& runs,
   };
   const bool any_anchor =
       std::any_of(anchors.begin(), anchors.end(), [](const auto& a) { return a.has_value(); });
+  // The extra figures get a column only when some row has them.
+  const bool any_rotating =
+      std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.rotating.has_value(); });
+  const bool any_setup = std::any_of(runs.begin(), runs.end(),
+                                     [](const RunResult& r) { return r.timing_with_setup.has_value(); });
+  bool rates_on_rotating = false;
 
   Table t;
   t.add_column("#");
@@ -319,6 +393,8 @@ std::string render_suite(const std::vector<RunResult>& runs,
   t.add_column("check", Table::Align::left);
   t.add_column("median µs");
   t.add_column("p10-p90 µs");
+  if (any_rotating) t.add_column("rotating µs");
+  if (any_setup) t.add_column("with setup µs");
   t.add_column("GB/s");
   t.add_column("TFLOP/s");
   t.add_column("% copy");
@@ -338,29 +414,40 @@ std::string render_suite(const std::vector<RunResult>& runs,
       notes.push_back("#" + index + " " + (r.status == RunResult::Status::skipped ? "skipped: " : "error: ") +
                       r.message);
     } else {
-      row.push_back(check_cell(r.checks));
+      row.push_back(check_cell(r));
       if (r.status == RunResult::Status::check_failed && !r.message.empty())
         notes.push_back("#" + index + " check failed: " + r.message);
     }
     for (const std::string& w : r.warnings) notes.push_back("#" + index + " warning: " + w);
+    if (r.rotating && !r.rotating->skipped.empty())
+      notes.push_back("#" + index + " rotating not measured: " + r.rotating->skipped);
     const double gbs = gbs_of(r), tflops = tflops_of(r);
-    if (r.timing) {
-      row.push_back(format_us(r.timing->median_us));
-      row.push_back(format_us(r.timing->p10_us) + "-" + format_us(r.timing->p90_us));
+    const TimingStats* basis = r.rate_timing();
+    row.push_back(r.timing ? format_us(r.timing->median_us) : "-");
+    row.push_back(r.timing ? spread_of(*r.timing) : "-");
+    if (any_rotating) {
+      const RotatingTiming* rot = r.rotating ? &*r.rotating : nullptr;
+      row.push_back(rot && rot->stats
+                        ? format_us(rot->stats->median_us) + " (K=" + std::to_string(rot->sets) + ")"
+                    : rot && !rot->skipped.empty() ? "skip"
+                                                   : "-");
+    }
+    if (any_setup) row.push_back(r.timing_with_setup ? format_us(r.timing_with_setup->median_us) : "-");
+    if (basis) {
+      rates_on_rotating |= !r.timing;
       row.push_back(format_fixed(gbs, 0));
       row.push_back(format_tflops(tflops));
       row.push_back(r.ceilings ? share(gbs, r.ceilings->copy_gbs) : "-");
       row.push_back(r.ceilings ? share(gbs, r.ceilings->read_gbs) : "-");
       row.push_back(r.ceilings ? share(tflops, r.ceilings->gemm_bf16_tflops) : "-");
     } else {
-      row.insert(row.end(), 7, "-");
+      row.insert(row.end(), 5, "-");
     }
     if (any_anchor) {
       const std::optional<Anchor> a = i < anchors.size() ? anchors[i] : std::nullopt;
       row.push_back(a ? format_us(a->us) : "-");
-      row.push_back(a && r.timing && r.timing->median_us > 0
-                        ? format_fixed(a->us / r.timing->median_us, 2) + "x"
-                        : "-");
+      row.push_back(a && basis && basis->median_us > 0 ? format_fixed(a->us / basis->median_us, 2) + "x"
+                                                       : "-");
     }
     t.add_row(std::move(row));
   }
@@ -368,6 +455,15 @@ std::string render_suite(const std::vector<RunResult>& runs,
   if (!varying.empty() && !common.empty()) out += "all problems: " + common + "\n";
   out += t.render();
   for (const std::string& n : notes) out += n + "\n";
+  if (any_setup)
+    out +=
+        "kernels with a setup: median µs with it made once and reused (as a serving engine does per decode "
+        "step), with setup µs with it made in each call\n";
+  if (any_rotating)
+    out +=
+        "rotating µs: K calls on K input sets in one CUDA graph, time / K, no L2 flush (launch cost inside "
+        "the graph, data cold)\n";
+  if (rates_on_rotating) out += "rows without a median µs: GB/s, TFLOP/s and shares on the rotating time\n";
   if (any_anchor) out += "speedup = anchor µs / our median µs (> 1: faster than the anchor)\n";
   return out;
 }

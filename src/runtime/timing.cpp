@@ -33,8 +33,8 @@ double relative_ci(const std::vector<double>& samples) {
   return 1.96 * stdev / std::sqrt(static_cast<double>(n)) / mean;
 }
 
-// Captures one call of `launch` into an executable graph; the reason when it cannot.
-std::string capture_graph(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream,
+// Captures the calls, in order, into one executable graph; the reason when it cannot.
+std::string capture_graph(const std::vector<std::function<void(cudaStream_t)>>& launches, cudaStream_t stream,
                           detail::GraphExec* exec) {
   cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
   if (err != cudaSuccess) {
@@ -43,7 +43,7 @@ std::string capture_graph(const std::function<void(cudaStream_t)>& launch, cudaS
   }
   std::string launch_error;
   try {
-    launch(stream);
+    for (const auto& launch : launches) launch(stream);
   } catch (const std::exception& e) {
     launch_error = e.what();
   }
@@ -65,6 +65,45 @@ std::string capture_graph(const std::function<void(cudaStream_t)>& launch, cudaS
   CUTELAB_CUDA(cudaGraphLaunch(exec->get(), stream));
   CUTELAB_CUDA(cudaStreamSynchronize(stream));
   return {};
+}
+
+void launch_all(const std::vector<std::function<void(cudaStream_t)>>& launches, cudaStream_t stream) {
+  for (const auto& launch : launches) {
+    launch(stream);
+    CUTELAB_CUDA_LAUNCH();
+  }
+}
+
+// The sampling loop shared by both modes: each sample replays `exec` (or launches every call
+// directly when there is no graph) between two events and divides by the number of calls.
+TimingStats sample_calls(const std::vector<std::function<void(cudaStream_t)>>& launches,
+                         const detail::GraphExec& exec, const std::string& fallback, L2Flusher* flusher,
+                         const TimingOptions& options, cudaStream_t stream) {
+  const detail::Event start = detail::make_event(), stop = detail::make_event();
+  const double calls = static_cast<double>(launches.size());
+  std::vector<double> samples;
+  std::string reason;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    if (flusher) flusher->flush(stream);
+    CUTELAB_CUDA(cudaEventRecord(start.get(), stream));
+    if (exec) {
+      CUTELAB_CUDA(cudaGraphLaunch(exec.get(), stream));
+    } else {
+      launch_all(launches, stream);
+    }
+    CUTELAB_CUDA(cudaEventRecord(stop.get(), stream));
+    CUTELAB_CUDA(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    CUTELAB_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    samples.push_back(static_cast<double>(ms) * 1e3 / calls);
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (sampling_done(samples, elapsed, options, &reason)) break;
+  }
+  TimingStats stats = summarize_samples(std::move(samples));
+  stats.stop_reason = reason;
+  if (!fallback.empty()) stats.stop_reason += " (direct launches: graph capture failed: " + fallback + ")";
+  return stats;
 }
 
 }  // namespace
@@ -120,15 +159,18 @@ bool sampling_done(const std::vector<double>& samples_us, double elapsed_seconds
   return false;
 }
 
+std::size_t l2_cache_bytes(const DeviceInfo& dev) {
+  if (dev.l2_bytes > 0) return dev.l2_bytes;
+  int device = 0, bytes = 0;
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device) == cudaSuccess)
+    return static_cast<std::size_t>(bytes);
+  (void)cudaGetLastError();
+  return 0;
+}
+
 L2Flusher::L2Flusher(const DeviceInfo& dev) {
-  std::size_t l2 = dev.l2_bytes;
-  if (l2 == 0) {
-    int device = 0, bytes = 0;
-    if (cudaGetDevice(&device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device) == cudaSuccess)
-      l2 = static_cast<std::size_t>(bytes);
-    (void)cudaGetLastError();
-  }
+  std::size_t l2 = l2_cache_bytes(dev);
   if (l2 == 0) l2 = 64u << 20;  // larger than any L2 the runtime has no record of
   buffer_ = DeviceBuffer(2 * l2);
 }
@@ -150,41 +192,82 @@ TimingStats time_launch(const std::function<void(cudaStream_t)>& launch, const D
   std::optional<L2Flusher> flusher;
   if (options.flush_l2) flusher.emplace(dev);
 
-  for (int i = 0; i < options.warmup; ++i) {
-    launch(stream);
-    CUTELAB_CUDA_LAUNCH();
-  }
+  const std::vector<std::function<void(cudaStream_t)>> launches = {launch};
+  for (int i = 0; i < options.warmup; ++i) launch_all(launches, stream);
   CUTELAB_CUDA(cudaStreamSynchronize(stream));
 
   detail::GraphExec exec;
   std::string fallback;
-  if (options.use_graph) fallback = capture_graph(launch, stream, &exec);
+  if (options.use_graph) fallback = capture_graph(launches, stream, &exec);
+  return sample_calls(launches, exec, fallback, flusher ? &*flusher : nullptr, options, stream);
+}
 
-  const detail::Event start = detail::make_event(), stop = detail::make_event();
-  std::vector<double> samples;
-  std::string reason;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (;;) {
-    if (flusher) flusher->flush(stream);
-    CUTELAB_CUDA(cudaEventRecord(start.get(), stream));
+TimingStats time_rotating(const std::vector<std::function<void(cudaStream_t)>>& launches,
+                          const TimingOptions& options, cudaStream_t stream) {
+  CUTELAB_REQUIRE(!launches.empty(), "time_rotating: no calls to time");
+  detail::Stream own;
+  if (!stream) {
+    own = detail::make_stream();
+    stream = own.get();
+  }
+  // One direct pass first: a call that fails does so here, not under capture.
+  launch_all(launches, stream);
+  CUTELAB_CUDA(cudaStreamSynchronize(stream));
+
+  detail::GraphExec exec;
+  std::string fallback;
+  if (options.use_graph) fallback = capture_graph(launches, stream, &exec);
+  for (int i = 0; i < options.warmup; ++i) {
     if (exec) {
       CUTELAB_CUDA(cudaGraphLaunch(exec.get(), stream));
     } else {
-      launch(stream);
-      CUTELAB_CUDA_LAUNCH();
+      launch_all(launches, stream);
     }
-    CUTELAB_CUDA(cudaEventRecord(stop.get(), stream));
-    CUTELAB_CUDA(cudaEventSynchronize(stop.get()));
-    float ms = 0;
-    CUTELAB_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    samples.push_back(static_cast<double>(ms) * 1e3);
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (sampling_done(samples, elapsed, options, &reason)) break;
   }
-  TimingStats stats = summarize_samples(std::move(samples));
-  stats.stop_reason = reason;
-  if (!fallback.empty()) stats.stop_reason += " (direct launches: graph capture failed: " + fallback + ")";
-  return stats;
+  CUTELAB_CUDA(cudaStreamSynchronize(stream));
+  return sample_calls(launches, exec, fallback, nullptr, options, stream);
+}
+
+int rotating_set_count(double l2_bytes, double set_bytes, double free_bytes, double margin_bytes) {
+  constexpr int kMin = 2, kMax = 32;
+  int k = kMax;
+  if (set_bytes > 0) {
+    const double wanted = std::ceil(3.0 * std::max(0.0, l2_bytes) / set_bytes);
+    k = static_cast<int>(std::clamp(wanted, static_cast<double>(kMin), static_cast<double>(kMax)));
+    // The two sets that exist already are not counted against the free memory.
+    const double room = std::floor((free_bytes - margin_bytes) / set_bytes);
+    k = std::min(k, kMin + static_cast<int>(std::clamp(room, 0.0, static_cast<double>(kMax))));
+  }
+  return k;
+}
+
+const char* timing_mode_name(TimingMode m) noexcept {
+  switch (m) {
+    case TimingMode::flush:
+      return "flush";
+    case TimingMode::rotating:
+      return "rotating";
+    case TimingMode::both:
+      return "both";
+  }
+  return "?";
+}
+
+std::optional<TimingMode> parse_timing_mode(std::string_view text) noexcept {
+  for (TimingMode m : {TimingMode::flush, TimingMode::rotating, TimingMode::both})
+    if (text == timing_mode_name(m)) return m;
+  return std::nullopt;
+}
+
+nlohmann::json RotatingTiming::to_json(bool with_samples) const {
+  nlohmann::json j = {{"sets", sets},
+                      {"set_bytes", set_bytes},
+                      {"total_bytes", set_bytes * sets},
+                      {"l2_bytes", l2_bytes},
+                      {"reuses_setup", reuses_setup}};
+  j["timing"] = stats ? stats->to_json(with_samples) : nlohmann::json(nullptr);
+  if (!skipped.empty()) j["skipped"] = skipped;
+  return j;
 }
 
 }  // namespace cutelab

@@ -1,5 +1,6 @@
 // The CLI's parsing and exit statuses, driven through run_cli() with argv arrays. The kernels
-// here are the fake "testfam" plans of fake_plan.cpp; none of them can run on any GPU.
+// here are the fake "testfam" plans of fake_plan.cpp and the "listfam" plan defined below (a
+// list parameter); none of them can run on any GPU.
 
 #include <gtest/gtest.h>
 
@@ -13,7 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "cutelab/runtime/device.hpp"
+#include "cutelab/runtime/plan.hpp"
+#include "cutelab/runtime/registry.hpp"
 
 namespace cutelab {
 namespace {
@@ -91,7 +95,8 @@ TEST(Cli, ListWorksWithoutAGpuAndMarksTheFamilyDefault) {
 TEST(Cli, ListNamesIsOneNamePerLine) {
   const CliRun r = cli({"list", "--names"});
   ASSERT_EQ(r.status, kExitOk) << r.err;
-  EXPECT_EQ(r.out, "baseline/testfam/naive/v1\ncute/testfam/fast/v1\ncute/testfam/fast/v2\n");
+  EXPECT_EQ(r.out,
+            "baseline/testfam/naive/v1\ncute/listfam/lens/v1\ncute/testfam/fast/v1\ncute/testfam/fast/v2\n");
 }
 
 TEST(Cli, VersionNamesTheProgram) {
@@ -201,6 +206,30 @@ TEST(Cli, RunNegativeMaxTimeIsAUsageError) {
   EXPECT_EQ(r.status, kExitUsage);
 }
 
+TEST(Cli, TimingModeMustBeKnown) {
+  for (const char* cmd : {"run", "suite"}) {
+    const CliRun r = cli({cmd, cmd == std::string("run") ? "testfam" : "x.json", "--timing=cold"});
+    EXPECT_EQ(r.status, kExitUsage) << cmd;
+    EXPECT_CONTAINS(r.err, "--timing");
+  }
+  const CliRun help = cli({"run", "testfam", "--help"});
+  EXPECT_CONTAINS(help.out, "--timing");
+  EXPECT_CONTAINS(help.out, "default: flush");
+  const CliRun suite_help = cli({"suite", "--help"});
+  EXPECT_CONTAINS(suite_help.out, "default: both");
+}
+
+TEST(Cli, TimingModeMapsToTheRunOptions) {
+  MeasureArgs m;
+  EXPECT_EQ(run_options(m).timing_mode, TimingMode::flush);
+  m.timing = "rotating";
+  EXPECT_EQ(run_options(m).timing_mode, TimingMode::rotating);
+  m.timing = "both";
+  EXPECT_EQ(run_options(m).timing_mode, TimingMode::both);
+  m.timing = "hot";
+  EXPECT_THROW((void)run_options(m), UsageError);
+}
+
 TEST(Cli, RunHelpListsTheFamilyFlags) {
   const CliRun r = cli({"run", "testfam", "--help"});
   EXPECT_EQ(r.status, kExitOk) << r.err;
@@ -243,6 +272,14 @@ TEST(Cli, RunAcceptsAParameterNamedLikeTheShortHelpFlag) {
   const CliRun help = cli({"run", "testfam", "-h"});
   EXPECT_EQ(help.status, kExitOk);
   EXPECT_CONTAINS(help.out, "--h INT");
+}
+
+TEST(Cli, RunAcceptsEveryTimingMode) {
+  for (const char* mode : {"flush", "rotating", "both"}) {
+    expect_stops_at_device(cli({"run", "testfam", std::string("--timing=") + mode}));
+    // Separated value, kernel last: the value is not taken for the kernel's name.
+    expect_stops_at_device(cli({"run", "--timing", mode, "cute/testfam/fast/v1"}));
+  }
 }
 
 TEST(Cli, RunAcceptsBooleanSpellings) {
@@ -326,6 +363,190 @@ TEST(Cli, SuiteValidFileStopsAtTheDevice) {
     EXPECT_CONTAINS(r.err, "no CUDA GPU found");
   }
   std::filesystem::remove(path);
+}
+
+// ---- list parameters: --X and --X-file (the fake family "listfam" has one, "lens") ---------------
+
+struct ListProblem {
+  std::int64_t b = 0;
+  IntegerList lens;
+
+  static const Family& family() {
+    static const Family f = [] {
+      Family fam;
+      fam.name = "listfam";
+      fam.description = "a family with a list parameter, for the CLI tests";
+      ParamSpec b;
+      b.name = "b";
+      b.help = "requests";
+      b.default_value = "4";
+      b.min = 1;
+      b.max = 64;
+      ParamSpec lens;
+      lens.name = "lens";
+      lens.help = "length of each request";
+      lens.kind = ParamSpec::Kind::integer_list;
+      lens.min = 0;
+      lens.max = 131072;
+      fam.params = {b, lens};
+      return fam;
+    }();
+    return f;
+  }
+  static ListProblem from(const Problem& p) {
+    ListProblem out{p.integer("b"), p.integers("lens")};
+    CUTELAB_REQUIRE(out.lens.empty() || out.lens.size() == static_cast<std::size_t>(out.b), "lens has ",
+                    out.lens.size(), " values but b = ", out.b);
+    return out;
+  }
+};
+
+struct ListConfig {
+  [[nodiscard]] std::string name() const { return "only"; }
+  [[nodiscard]] nlohmann::json to_json() const { return nlohmann::json::object(); }
+  [[nodiscard]] std::optional<std::string> validate(const ListProblem&, const DeviceInfo&) const {
+    return {};
+  }
+};
+
+struct ListWorkspace : Workspace {
+  [[nodiscard]] std::vector<OutputSpec> outputs() const override { return {}; }
+};
+
+// Like the testfam plans: an architecture no GPU has, so a run stops at the device.
+class ListPlan final : public TypedPlan<ListProblem, ListConfig, ListWorkspace> {
+ public:
+  [[nodiscard]] KernelId id() const override { return {"cute", "listfam", "lens", "v1"}; }
+  [[nodiscard]] ArchRequirement arch() const override { return {99, 0, true}; }
+  [[nodiscard]] std::string summary() const override { return "fake kernel with a list parameter"; }
+
+ protected:
+  std::unique_ptr<ListWorkspace> make_inputs(const ListProblem&, std::uint64_t) const override {
+    throw Error("the fake plan cannot make inputs");
+  }
+  std::vector<std::vector<float>> make_reference(const ListProblem&, ListWorkspace&) const override {
+    return {};
+  }
+  std::vector<ListConfig> make_configs(const ListProblem&, const DeviceInfo&) const override { return {{}}; }
+  Cost make_cost(const ListProblem& p) const override { return {0.0, static_cast<double>(p.b)}; }
+  Kernel make_kernel(const ListProblem&, const ListConfig&, ListWorkspace&,
+                     const DeviceInfo&) const override {
+    throw Error("the fake plan cannot make kernels");
+  }
+};
+
+CUTELAB_REGISTER_PLAN(ListPlan);
+
+// A fresh folder for list files, removed at the end of each test.
+class CliListFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(
+        temp_path("lists-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST(CliList, LensFlagIsAcceptedInAnySpelling) {
+  expect_stops_at_device(cli({"run", "listfam", "--b=4", "--lens", "4641,45118,1730,1696"}));
+  expect_stops_at_device(cli({"run", "listfam", "--b=4", "--lens=0,1,2,3"}));
+  expect_stops_at_device(cli({"run", "listfam", "--lens=7,7,7,7", "--no-check"}));
+  expect_stops_at_device(cli({"run", "listfam"}));  // unset: no lengths given
+}
+
+TEST(CliList, BadLensAreUsageErrorsNamingTheValue) {
+  struct Bad {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<Bad> bad = {
+      {{"--lens=1,2,-5,4"}, "lens[2] = -5 is negative"},
+      {{"--lens=1,200000,3,4"}, "lens[1] = 200000 exceeds the maximum 131072"},
+      {{"--lens=1,2,3"}, "lens has 3 values but b = 4"},
+      {{"--lens=1,x,3,4"}, "lens[1] = 'x' is not an integer"},
+      {{"--lens", " "}, "parameter 'lens' of listfam: empty list"},
+      {{"--lens="}, "--lens"},  // CLI11: a value is required
+  };
+  for (const Bad& b : bad) {
+    std::vector<std::string> args = {"run", "listfam"};
+    args.insert(args.end(), b.args.begin(), b.args.end());
+    const CliRun r = cli(args);
+    EXPECT_EQ(r.status, kExitUsage) << b.args[0];
+    EXPECT_CONTAINS(r.err, b.message);
+  }
+}
+
+TEST(CliList, HelpListsTheFileFlag) {
+  const CliRun r = cli({"run", "listfam", "--help"});
+  EXPECT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_CONTAINS(r.out, "--lens A,B,...");
+  EXPECT_CONTAINS(r.out, "each 0..131072");
+  EXPECT_CONTAINS(r.out, "--lens-file FILE");
+  EXPECT_CONTAINS(r.out, "'#' starts a comment");
+}
+
+TEST_F(CliListFiles, LensFileWithCommentsAndAnySeparators) {
+  const std::string path = write("lens.txt", "# decode step 17\n4641, 45118\n1730 1696  # last two\n");
+  expect_stops_at_device(cli({"run", "listfam", "--lens-file", path}));
+  expect_stops_at_device(cli({"run", "listfam", "--b=2", "--lens-file=" + write("two.txt", "0\n131072\n")}));
+}
+
+TEST_F(CliListFiles, BadLensFilesNameTheFileAndLine) {
+  struct Bad {
+    std::string file;
+    std::string text;
+    std::string message;
+  };
+  const std::vector<Bad> bad = {
+      {"word.txt", "1, 2\n3 four\n", "word.txt:2: 'four' is not an integer"},
+      {"float.txt", "1 2 3 4.5\n", "float.txt:1: '4.5' is not an integer"},
+      {"empty.txt", "# nothing\n\n", "no integers"},
+      {"short.txt", "1 2 3\n", "lens has 3 values but b = 4"},
+      {"negative.txt", "1\n2\n-3\n4\n", "lens[2] = -3 is negative"},
+      {"long.txt", "1 2 3 131073\n", "lens[3] = 131073 exceeds the maximum 131072"},
+  };
+  for (const Bad& b : bad) {
+    const CliRun r = cli({"run", "listfam", "--lens-file", write(b.file, b.text)});
+    EXPECT_EQ(r.status, kExitUsage) << b.file;
+    EXPECT_CONTAINS(r.err, b.message);
+  }
+  const CliRun missing = cli({"run", "listfam", "--lens-file", (dir_ / "nope.txt").string()});
+  EXPECT_EQ(missing.status, kExitUsage);
+  EXPECT_CONTAINS(missing.err, "--lens-file: ");
+  EXPECT_CONTAINS(missing.err, "nope.txt: cannot open the file");
+}
+
+TEST_F(CliListFiles, LensAndLensFileExcludeEachOther) {
+  const CliRun r = cli({"run", "listfam", "--lens=1,2,3,4", "--lens-file", write("lens.txt", "1 2 3 4\n")});
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_CONTAINS(r.err, "--lens");
+  EXPECT_CONTAINS(r.err, "excludes");
+}
+
+TEST_F(CliListFiles, SuiteTakesLensAndLensFile) {
+  write("lens.txt", "1 2 3 4\n");
+  const std::string suite = write("suite.json", R"({"name": "x", "kernels": ["listfam"], "cases": [
+      {"problem": {"b": 4, "lens": [4641, 45118, 1730, 1696]}},
+      {"problem": {"b": 4, "lens_file": "lens.txt"}}]})");
+  const CliRun r = cli({"suite", suite});
+  if (have_gpu()) {
+    EXPECT_EQ(r.status, kExitOk) << r.err;
+  } else {
+    EXPECT_EQ(r.status, kExitSkipped) << r.err;
+    EXPECT_CONTAINS(r.err, "no CUDA GPU found");
+  }
+  const CliRun bad = cli({"suite", write("bad.json", R"({"name": "x", "kernels": ["listfam"],
+      "cases": [{"problem": {"b": 4, "lens_file": "missing.txt"}}]})")});
+  EXPECT_EQ(bad.status, kExitUsage);
+  EXPECT_CONTAINS(bad.err, "cases[0].problem.lens_file");
+  EXPECT_CONTAINS(bad.err, "missing.txt: cannot open the file");
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/runtime/report.hpp"
 
 namespace cutelab {
@@ -146,6 +148,160 @@ TEST(RenderSuite, ShowsVaryingParametersAnchorsAndNotes) {
   EXPECT_NE(text.find("89.5%"), std::string::npos) << text;
   // Without anchors there are no anchor columns.
   EXPECT_EQ(render_suite(runs).find("anchor"), std::string::npos);
+}
+
+TimingStats stats_at(double median_us, int n = 100) {
+  TimingStats t;
+  t.median_us = median_us;
+  t.p10_us = median_us * 0.99;
+  t.p90_us = median_us * 1.02;
+  t.n = n;
+  t.stop_reason = "converged";
+  return t;
+}
+
+// A kernel with a setup, timed three ways: setup reused (primary), setup in each call, rotating.
+RunResult run_with_every_figure() {
+  RunResult r = sample_run(200.0, true);
+  r.has_setup = true;
+  r.checks_reusing_setup = r.checks;
+  r.timing_mode = TimingMode::both;
+  r.timing_with_setup = stats_at(250.0);
+  RotatingTiming rot;
+  rot.sets = 8;
+  rot.set_bytes = 64.0 * 1024 * 1024;
+  rot.l2_bytes = 50.0 * 1024 * 1024;
+  rot.reuses_setup = true;
+  rot.stats = stats_at(180.0, 150);
+  r.rotating = rot;
+  return r;
+}
+
+TEST(RenderRun, LabelsEveryFigureAndKeepsRatesOnThePrimary) {
+  const std::string text = render_run(run_with_every_figure());
+  EXPECT_NE(text.find("setup reused"), std::string::npos) << text;
+  EXPECT_NE(text.find("setup in each call"), std::string::npos) << text;
+  EXPECT_NE(text.find("rotating K=8"), std::string::npos) << text;
+  EXPECT_NE(text.find("250.0"), std::string::npos) << text;
+  EXPECT_NE(text.find("180.0"), std::string::npos) << text;
+  EXPECT_NE(text.find("8 input sets of 64.00 MiB (512.00 MiB in all, L2 50.00 MiB)"), std::string::npos)
+      << text;
+  // Rates on the 200 µs primary figure, not on 250 or 180 µs.
+  EXPECT_NE(text.find("2684 GB/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("on the setup reused time"), std::string::npos) << text;
+  EXPECT_NE(text.find("89.5% of copy"), std::string::npos) << text;
+  // Both ways were checked: the check table names them.
+  EXPECT_NE(text.find("way"), std::string::npos) << text;
+}
+
+TEST(RenderRun, PlainRunKeepsOneTimeLine) {
+  const std::string text = render_run(sample_run(200.0, true));
+  EXPECT_NE(text.find("time     200.0 µs median"), std::string::npos) << text;
+  EXPECT_EQ(text.find("rotating"), std::string::npos) << text;
+  EXPECT_EQ(text.find("setup"), std::string::npos) << text;
+}
+
+TEST(RenderRun, FailedWayIsNamedAndSkippedRotatingSaysWhy) {
+  RunResult r = run_with_every_figure();
+  r.status = RunResult::Status::check_failed;
+  r.checks_reusing_setup[0].passed = false;
+  r.checks_reusing_setup[0].reason = "42 elements never written";
+  r.message = "setup reused (setup + launch_reusing_setup): 42 elements never written";
+  r.rotating = RotatingTiming{};
+  r.rotating->skipped = "a second input set does not fit in device memory";
+  const std::string text = render_run(r);
+  EXPECT_NE(text.find("setup reused, y: 42 elements never written"), std::string::npos) << text;
+  EXPECT_NE(text.find("rotating: not measured: a second input set does not fit"), std::string::npos) << text;
+  EXPECT_NE(text.find("CHECK FAILED: setup reused"), std::string::npos) << text;
+}
+
+TEST(RenderRun, RotatingOnlyPutsTheRatesOnIt) {
+  RunResult r = sample_run(200.0, true);
+  r.timing.reset();
+  RotatingTiming rot;
+  rot.sets = 2;
+  rot.set_bytes = 512.0 * 1024 * 1024;
+  rot.l2_bytes = 50.0 * 1024 * 1024;
+  rot.stats = stats_at(100.0);
+  r.rotating = rot;
+  const std::string text = render_run(r);
+  EXPECT_NE(text.find("rotating K=2"), std::string::npos) << text;
+  EXPECT_NE(text.find("5369 GB/s"), std::string::npos) << text;  // 536870912 B in 100 µs
+  EXPECT_NE(text.find("on the rotating K=2 time"), std::string::npos) << text;
+}
+
+TEST(RunJson, CarriesEveryFigure) {
+  const nlohmann::json j = run_with_every_figure().to_json();
+  EXPECT_EQ(j.at("timing_mode"), "both");
+  EXPECT_EQ(j.at("has_setup"), true);
+  EXPECT_EQ(j.at("checks_reusing_setup").size(), 1u);
+  EXPECT_DOUBLE_EQ(j.at("timing").at("median_us").get<double>(), 200.0);
+  EXPECT_DOUBLE_EQ(j.at("timing_with_setup").at("median_us").get<double>(), 250.0);
+  EXPECT_EQ(j.at("rotating").at("sets"), 8);
+  EXPECT_DOUBLE_EQ(j.at("rotating").at("set_bytes").get<double>(), 64.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(j.at("rotating").at("timing").at("median_us").get<double>(), 180.0);
+  EXPECT_TRUE(j.at("rotating").at("reuses_setup").get<bool>());
+  EXPECT_EQ(j.at("metrics").at("basis"), "timing");
+  // A plain run has the fields, empty.
+  const nlohmann::json plain = sample_run(200.0, true).to_json();
+  EXPECT_TRUE(plain.at("timing_with_setup").is_null());
+  EXPECT_TRUE(plain.at("rotating").is_null());
+  EXPECT_EQ(plain.at("has_setup"), false);
+}
+
+// The cell under a right-aligned column `header` in the row that starts with `row_start`.
+std::string cell_under(std::string text, std::string header, const std::string& row_start) {
+  for (std::string* s : {&text, &header})  // columns align by code point: make "µ" one byte
+    for (std::size_t at; (at = s->find("µ")) != std::string::npos;)
+      s->replace(at, std::string("µ").size(), "u");
+  const std::vector<std::string> lines = lines_of(text);
+  std::size_t head = 0;
+  while (head < lines.size() && lines[head].find(header) == std::string::npos) ++head;
+  if (head == lines.size()) return "(no header " + header + ")";
+  const std::size_t end = lines[head].find(header) + header.size();  // right-aligned: cells end here
+  for (const std::string& l : lines) {
+    if (l.rfind(row_start, 0) != 0 || l.size() < end) continue;
+    const std::size_t begin = l.rfind("  ", end - 1);
+    return l.substr(begin == std::string::npos ? 0 : begin + 2,
+                    end - (begin == std::string::npos ? 0 : begin + 2));
+  }
+  return "(no row " + row_start + ")";
+}
+
+TEST(RenderSuite, AddsRotatingAndSetupColumnsOnlyWhenPresent) {
+  std::vector<RunResult> runs = {run_with_every_figure(), sample_run(100.0, true)};
+  runs[1].problem = Problem("rmsnorm", {{"rows", std::int64_t{4096}}, {"cols", std::int64_t{8192}}});
+  const std::vector<std::optional<Anchor>> anchors = {Anchor{400.0, "test"}, std::nullopt};
+  const std::string text = render_suite(runs, anchors);
+  // Existing columns keep their order; the new ones sit after the flush spread.
+  const std::string header = lines_of(text)[1];
+  const std::vector<std::string> order = {"median µs", "p10-p90 µs", "rotating µs", "with setup µs",
+                                          "GB/s",      "% GEMM",     "anchor µs",   "speedup"};
+  std::size_t at = 0;
+  for (const std::string& h : order) {
+    const std::size_t pos = header.find(h, at);
+    ASSERT_NE(pos, std::string::npos) << h << " out of order in: " << header;
+    at = pos;
+  }
+  EXPECT_EQ(cell_under(text, "rotating µs", "1 "), "180.0 (K=8)") << text;
+  EXPECT_EQ(cell_under(text, "with setup µs", "1 "), "250.0") << text;
+  EXPECT_EQ(cell_under(text, "rotating µs", "2 "), "-") << text;
+  EXPECT_EQ(cell_under(text, "with setup µs", "2 "), "-") << text;
+  EXPECT_EQ(cell_under(text, "speedup", "1 "), "2.00x") << text;  // 400 / the 200 µs primary
+  EXPECT_NE(text.find("rotating µs: K calls on K input sets"), std::string::npos) << text;
+
+  // A skipped rotating figure is a "skip" cell with its reason under the table.
+  runs[1].rotating = RotatingTiming{};
+  runs[1].rotating->skipped = "two input sets do not fit";
+  const std::string skipped = render_suite(runs, anchors);
+  EXPECT_EQ(cell_under(skipped, "rotating µs", "2 "), "skip") << skipped;
+  EXPECT_NE(skipped.find("#2 rotating not measured: two input sets do not fit"), std::string::npos)
+      << skipped;
+
+  // Runs without these figures get no such columns.
+  const std::string plain = render_suite({sample_run(200.0, true)});
+  EXPECT_EQ(plain.find("rotating"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find("with setup"), std::string::npos) << plain;
 }
 
 }  // namespace

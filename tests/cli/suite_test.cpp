@@ -76,11 +76,21 @@ TEST(Suite, MalformedFilesNameTheField) {
        "cases[1].problem: missing"},
       {"problem not an object", [](nlohmann::json& j) { j["cases"][0]["problem"] = "b=1"; },
        "cases[0].problem: expected an object"},
-      {"problem value a list",
+      {"problem value an object",
        [](nlohmann::json& j) {
-         j["cases"][1]["problem"]["b"] = {1, 2};
+         j["cases"][1]["problem"]["b"] = {{"x", 1}};
        },
        "cases[1].problem.b: expected an integer"},
+      {"problem list of strings",
+       [](nlohmann::json& j) {
+         j["cases"][1]["problem"]["lens"] = {1, "x"};
+       },
+       "cases[1].problem.lens[1]: expected an integer, found string \"x\""},
+      {"problem list empty",
+       [](nlohmann::json& j) { j["cases"][1]["problem"]["lens"] = nlohmann::json::array(); },
+       "cases[1].problem.lens: expected a non-empty list of integers"},
+      {"problem list file not a string", [](nlohmann::json& j) { j["cases"][0]["problem"]["lens_file"] = 3; },
+       "cases[0].problem.lens_file: expected the name of a list file"},
       {"problem value a float", [](nlohmann::json& j) { j["cases"][0]["problem"]["t"] = 4096.5; },
        "cases[0].problem.t"},
       {"case kernels not a list", [](nlohmann::json& j) { j["cases"][1]["kernels"] = "x"; },
@@ -123,6 +133,75 @@ TEST(Suite, LoadReportsInvalidJson) {
     EXPECT_NE(e.message().find(path), std::string::npos) << e.message();
   }
   std::filesystem::remove(path);
+}
+
+// ---- list parameters: "lens": [...] inline, "lens_file": a file beside the suite ---------------
+
+class SuiteListFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("cutelab-suite-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_ / "traces");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string suite_with(const nlohmann::json& problem) const {
+    return write(
+        "suite.json",
+        nlohmann::json{{"name", "traces"}, {"kernels", {"mla_decode"}}, {"cases", {{{"problem", problem}}}}}
+            .dump());
+  }
+  std::string load_error(const std::string& path) const {
+    try {
+      (void)load_suite(path);
+    } catch (const UsageError& e) {
+      return e.message();
+    }
+    return "(no error)";
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(SuiteListFiles, LensArrayIsKept) {
+  const Suite s =
+      load_suite(suite_with({{"b", 4}, {"s", 4}, {"h", 16}, {"lens", {4641, 45118, 1730, 1696}}}));
+  ASSERT_EQ(s.cases.size(), 1u);
+  EXPECT_EQ(s.cases[0].problem["lens"], nlohmann::json({4641, 45118, 1730, 1696}));
+  EXPECT_EQ(s.cases[0].problem["b"], 4);
+}
+
+TEST_F(SuiteListFiles, LensFileIsReadRelativeToTheSuite) {
+  write("traces/step17.txt", "# b = 4\n4641, 45118\n1730\n1696\n");
+  const Suite s = load_suite(suite_with({{"b", 4}, {"lens_file", "traces/step17.txt"}}));
+  ASSERT_EQ(s.cases.size(), 1u);
+  EXPECT_EQ(s.cases[0].problem["lens"], nlohmann::json({4641, 45118, 1730, 1696}));
+  EXPECT_FALSE(s.cases[0].problem.contains("lens_file"));
+  // An absolute path is taken as it is.
+  const std::string absolute = write("abs.txt", "1 2");
+  EXPECT_EQ(load_suite(suite_with({{"lens_file", absolute}})).cases[0].problem["lens"],
+            nlohmann::json({1, 2}));
+}
+
+TEST_F(SuiteListFiles, BadLensFilesNameTheCaseTheFileAndTheLine) {
+  write("traces/bad.txt", "1 2\n3 four\n");
+  const std::string bad = load_error(suite_with({{"lens_file", "traces/bad.txt"}}));
+  EXPECT_NE(bad.find("cases[0].problem.lens_file: "), std::string::npos) << bad;
+  EXPECT_NE(bad.find("bad.txt:2: 'four' is not an integer"), std::string::npos) << bad;
+  const std::string missing = load_error(suite_with({{"lens_file", "traces/none.txt"}}));
+  EXPECT_NE(missing.find("none.txt: cannot open the file"), std::string::npos) << missing;
+  write("traces/empty.txt", "# no lengths\n");
+  const std::string empty = load_error(suite_with({{"lens_file", "traces/empty.txt"}}));
+  EXPECT_NE(empty.find("no integers"), std::string::npos) << empty;
+  write("traces/ok.txt", "1 2");
+  const std::string both = load_error(suite_with({{"lens", {1, 2}}, {"lens_file", "traces/ok.txt"}}));
+  EXPECT_NE(both.find("cases[0].problem.lens_file: excludes cases[0].problem.lens"), std::string::npos)
+      << both;
 }
 
 }  // namespace

@@ -227,5 +227,146 @@ TEST_F(RuntimeGpu, TunerRecordsEveryConfigAndCachesTheWinner) {
   std::filesystem::remove_all(cache_dir);
 }
 
+// A "kernel" with a setup: `setup` fills a scratch buffer that `launch_reusing_setup` copies to
+// the output, so the second without the first copies poison. Config "forgets" has a `setup` that
+// does nothing (its `launch` is right): only the reusing way can catch it.
+struct SetupConfig {
+  std::string kind;  // good | forgets
+  [[nodiscard]] std::string name() const { return kind; }
+  [[nodiscard]] nlohmann::json to_json() const { return {{"kind", kind}}; }
+  [[nodiscard]] std::optional<std::string> validate(const FillProblem&, const DeviceInfo&) const {
+    return {};
+  }
+};
+class SetupWorkspace : public Workspace {
+ public:
+  explicit SetupWorkspace(std::int64_t n) : y(DType::bf16, {n}), scratch(DType::bf16, {n}) {}
+  [[nodiscard]] std::vector<OutputSpec> outputs() const override {
+    return {{"y", y.view(), {1e-2, 1e-2, 1e-2}}};
+  }
+  void poison(cudaStream_t stream) override {
+    Workspace::poison(stream);
+    fill_poison(scratch.view(), stream);
+  }
+  DeviceTensor y, scratch;
+};
+class SetupPlan : public TypedPlan<FillProblem, SetupConfig, SetupWorkspace> {
+ public:
+  [[nodiscard]] KernelId id() const override { return {"baseline", "fill", "with_setup", "v1"}; }
+  [[nodiscard]] ArchRequirement arch() const override { return {8, 0, false}; }
+  [[nodiscard]] std::string summary() const override { return "copies a scratch buffer its setup fills"; }
+
+ protected:
+  std::unique_ptr<SetupWorkspace> make_inputs(const FillProblem& p, std::uint64_t) const override {
+    auto ws = std::make_unique<SetupWorkspace>(p.n);
+    ws->poison(nullptr);
+    return ws;
+  }
+  std::vector<std::vector<float>> make_reference(const FillProblem& p, SetupWorkspace&) const override {
+    return {std::vector<float>(static_cast<std::size_t>(p.n), 1.0f)};
+  }
+  std::vector<SetupConfig> make_configs(const FillProblem&, const DeviceInfo&) const override {
+    return {{"forgets"}, {"good"}};
+  }
+  Cost make_cost(const FillProblem& p) const override { return {0, 4.0 * static_cast<double>(p.n)}; }
+  Kernel make_kernel(const FillProblem&, const SetupConfig& c, SetupWorkspace& ws,
+                     const DeviceInfo&) const override {
+    const TensorView y = ws.y.view(), scratch = ws.scratch.view();
+    const auto fill = [scratch](cudaStream_t s) { fill_constant(scratch, 1.0, s); };
+    const auto copy = [y, scratch](cudaStream_t s) {
+      CUTELAB_CUDA(cudaMemcpyAsync(y.data, scratch.data, y.bytes(), cudaMemcpyDeviceToDevice, s));
+    };
+    Kernel k;
+    k.launch = [fill, copy](cudaStream_t s) {
+      fill(s);
+      copy(s);
+    };
+    k.setup = c.kind == "good" ? std::function<void(cudaStream_t)>(fill) : [](cudaStream_t) {};
+    k.launch_reusing_setup = copy;
+    return k;
+  }
+};
+
+TEST_F(RuntimeGpu, KernelWithSetupIsCheckedAndTimedBothWaysAndRotates) {
+  const std::string cache_dir =
+      (std::filesystem::temp_directory_path() / "cutelab-runtime-gpu-setup-test").string();
+  std::filesystem::remove_all(cache_dir);
+  const SetupPlan plan;
+  const Problem p =
+      make_problem(plan.family(), std::map<std::string, std::string>{{"n", "4194304"}});  // 8 MiB
+  RunOptions o;
+  o.cache_dir = cache_dir;
+  o.timing.max_seconds = 0.2;
+  o.timing_mode = TimingMode::both;
+
+  o.tune = true;
+  const RunResult tuned = run_kernel(plan, p, dev, o, std::nullopt);
+  ASSERT_EQ(tuned.status, RunResult::Status::ok) << tuned.message;
+  ASSERT_EQ(tuned.tuning.size(), 2u);
+  EXPECT_EQ(tuned.tuning[0].status, ConfigOutcome::Status::check_failed);
+  EXPECT_NE(tuned.tuning[0].reason.find("setup reused"), std::string::npos) << tuned.tuning[0].reason;
+  EXPECT_EQ(tuned.tuning[0].reason.find("setup in each call"), std::string::npos) << tuned.tuning[0].reason;
+  EXPECT_EQ(tuned.tuning[1].status, ConfigOutcome::Status::ok);
+  EXPECT_EQ(tuned.config->name, "good");
+
+  // Both ways checked and passed; three figures, the rotating one over K >= 2 sets.
+  EXPECT_TRUE(tuned.has_setup);
+  ASSERT_EQ(tuned.checks.size(), 1u);
+  ASSERT_EQ(tuned.checks_reusing_setup.size(), 1u);
+  EXPECT_TRUE(tuned.checks[0].passed);
+  EXPECT_TRUE(tuned.checks_reusing_setup[0].passed);
+  ASSERT_TRUE(tuned.timing);
+  ASSERT_TRUE(tuned.timing_with_setup);
+  EXPECT_GT(tuned.timing->median_us, 0);
+  EXPECT_GT(tuned.timing_with_setup->median_us, 0);
+  ASSERT_TRUE(tuned.rotating);
+  EXPECT_TRUE(tuned.rotating->skipped.empty()) << tuned.rotating->skipped;
+  EXPECT_GE(tuned.rotating->sets, 2);
+  EXPECT_LE(tuned.rotating->sets, 32);
+  EXPECT_GE(tuned.rotating->set_bytes, 4.0 * 4194304);
+  EXPECT_TRUE(tuned.rotating->reuses_setup);
+  ASSERT_TRUE(tuned.rotating->stats);
+  EXPECT_GE(tuned.rotating->stats->n, o.timing.min_samples);
+  EXPECT_GT(tuned.rotating->stats->median_us, 0);
+  EXPECT_EQ(tuned.rotating->stats->stop_reason.find("direct launches"), std::string::npos)
+      << tuned.rotating->stats->stop_reason;
+  const nlohmann::json j = tuned.to_json();
+  EXPECT_EQ(j.at("rotating").at("sets"), tuned.rotating->sets);
+  EXPECT_FALSE(j.at("timing_with_setup").is_null());
+
+  // Forced onto the config whose setup does nothing: the whole call passes, the reusing way
+  // fails, and the run says which.
+  o.tune = false;
+  o.config = "forgets";
+  o.timing_mode = TimingMode::flush;
+  const RunResult forced = run_kernel(plan, p, dev, o, std::nullopt);
+  EXPECT_EQ(forced.status, RunResult::Status::check_failed);
+  ASSERT_EQ(forced.checks.size(), 1u);
+  ASSERT_EQ(forced.checks_reusing_setup.size(), 1u);
+  EXPECT_TRUE(forced.checks[0].passed);
+  EXPECT_FALSE(forced.checks_reusing_setup[0].passed);
+  EXPECT_NE(forced.message.find("setup reused"), std::string::npos) << forced.message;
+  EXPECT_FALSE(forced.rotating);  // flush only
+
+  // A kernel without a setup rotates too, capturing its whole launch.
+  const FillPlan fill;
+  RunOptions f;
+  f.config = "good";
+  f.cache_dir = cache_dir;
+  f.timing.max_seconds = 0.2;
+  f.timing_mode = TimingMode::rotating;
+  const RunResult rotated = run_kernel(
+      fill, make_problem(fill.family(), std::map<std::string, std::string>{}), dev, f, std::nullopt);
+  ASSERT_EQ(rotated.status, RunResult::Status::ok) << rotated.message;
+  EXPECT_FALSE(rotated.timing);
+  EXPECT_FALSE(rotated.timing_with_setup);
+  ASSERT_TRUE(rotated.rotating && rotated.rotating->stats)
+      << (rotated.rotating ? rotated.rotating->skipped : "");
+  EXPECT_GE(rotated.rotating->sets, 2);
+  EXPECT_FALSE(rotated.rotating->reuses_setup);
+  EXPECT_EQ(rotated.rate_timing(), &*rotated.rotating->stats);
+  std::filesystem::remove_all(cache_dir);
+}
+
 }  // namespace
 }  // namespace cutelab

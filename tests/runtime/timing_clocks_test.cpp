@@ -66,6 +66,30 @@ TEST(Timing, SamplingStopsOnConvergenceTimeCapOrSampleCap) {
   EXPECT_EQ(why, "sample cap");
 }
 
+TEST(Timing, RotatingSetCountCoversThreeL2sWithinMemory) {
+  constexpr double MiB = 1024.0 * 1024.0, GiB = 1024.0 * MiB;
+  const double l2 = 50 * MiB, plenty = 100 * GiB, margin = 4 * GiB;
+  EXPECT_EQ(rotating_set_count(l2, 10 * MiB, plenty, margin), 15);  // ceil(150 / 10)
+  EXPECT_EQ(rotating_set_count(l2, 11 * MiB, plenty, margin), 14);  // ceil(150 / 11) = 14
+  EXPECT_EQ(rotating_set_count(l2, 1 * MiB, plenty, margin), 32);   // at most 32
+  EXPECT_EQ(rotating_set_count(l2, 600 * MiB, plenty, margin), 2);  // at least 2
+  EXPECT_EQ(rotating_set_count(l2, 0, plenty, margin), 32);         // nothing measured: the most
+  // Memory: sets beyond the two made must fit in free - margin.
+  EXPECT_EQ(rotating_set_count(l2, 10 * MiB, margin + 35 * MiB, margin), 5);  // 2 + 3
+  EXPECT_EQ(rotating_set_count(l2, 10 * MiB, margin + 5 * MiB, margin), 2);
+  EXPECT_EQ(rotating_set_count(l2, 10 * MiB, margin / 2, margin), 2);  // never below 2
+}
+
+TEST(Timing, ModesParseByName) {
+  for (TimingMode m : {TimingMode::flush, TimingMode::rotating, TimingMode::both})
+    EXPECT_EQ(parse_timing_mode(timing_mode_name(m)), m);
+  EXPECT_FALSE(parse_timing_mode("Flush"));
+  EXPECT_FALSE(parse_timing_mode(""));
+  EXPECT_TRUE(times_flush(TimingMode::both) && times_rotating(TimingMode::both));
+  EXPECT_FALSE(times_rotating(TimingMode::flush));
+  EXPECT_FALSE(times_flush(TimingMode::rotating));
+}
+
 TEST(Clocks, ParseNvidiaSmiLines) {
   const auto r = parse_clock_line("1755, 2619, 1980, 345.67, 61");
   ASSERT_TRUE(r);

@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "cutelab/core/error.hpp"
+#include "cutelab/runtime/problem.hpp"
 #include "cutelab/runtime/registry.hpp"
 #include "process.hpp"
 
@@ -22,12 +23,13 @@ constexpr const char* kExitHelp =
     "tuning and ceilings cache (default ~/.cache/cutelab).";
 
 // Options of `run` that take a value in the next word when written without '='.
-const std::set<std::string> kRunValueOptions = {"--config", "--prof",     "--json",
-                                                "--seed",   "--max-time", "--min-samples"};
+const std::set<std::string> kRunValueOptions = {"--config",   "--prof",        "--json",  "--seed",
+                                                "--max-time", "--min-samples", "--timing"};
 // Names a family may not use for its parameters: they are `run`'s own long flags. ("--h" is
 // fine: CLI11 keeps "-h" and "--h" apart.)
-const std::set<std::string> kRunOwnNames = {"help", "check",    "no-check",    "tune",       "config", "prof",
-                                            "json", "max-time", "min-samples", "no-measure", "seed"};
+const std::set<std::string> kRunOwnNames = {"help",        "check",      "no-check", "tune",
+                                            "config",      "prof",       "json",     "max-time",
+                                            "min-samples", "no-measure", "seed",     "timing"};
 
 struct KernelLookup {
   const KernelPlan* plan = nullptr;
@@ -72,7 +74,8 @@ KernelLookup find_run_kernel(const std::vector<std::string>& args, std::size_t r
   return found;
 }
 
-void add_measure_options(CLI::App* cmd, MeasureArgs& m) {
+void add_measure_options(CLI::App* cmd, MeasureArgs& m, const std::string& default_timing) {
+  m.timing = default_timing;
   cmd->add_flag("--check,!--no-check", m.check, "Compare the result with the reference (default: on)");
   cmd->add_flag("--tune", m.tune, "Time every valid config and cache the winner");
   cmd->add_option("--json", m.json, "Also write the full report as JSON to FILE")->type_name("FILE");
@@ -83,6 +86,12 @@ void add_measure_options(CLI::App* cmd, MeasureArgs& m) {
   cmd->add_option("--min-samples", m.min_samples, "At least this many timed samples (default: 20)")
       ->check(CLI::PositiveNumber)
       ->type_name("N");
+  cmd->add_option("--timing", m.timing,
+                  "flush (one call per sample, L2 flushed), rotating (K calls on K input sets in one graph, "
+                  "time / K, no flush) or both (default: " +
+                      default_timing + ")")
+      ->check(CLI::IsMember({"flush", "rotating", "both"}))
+      ->type_name("MODE");
 }
 
 std::string describe_param(const ParamSpec& p) {
@@ -96,6 +105,9 @@ std::string describe_param(const ParamSpec& p) {
     for (const std::string& c : p.choices) list += (list.empty() ? "" : "|") + c;
     text += " {" + list + "}";
   }
+  if (p.kind == ParamSpec::Kind::integer_list)
+    text += " [comma-separated, each " + std::to_string(p.min) + ".." +
+            (p.max == INT64_MAX ? std::string("") : std::to_string(p.max)) + "]";
   return text;
 }
 
@@ -144,7 +156,7 @@ int dispatch(int argc, char** argv, Io io) {
       app.add_subcommand("run", "Run one kernel: check it, time it, compare it with the ceilings");
   run_cmd->add_option("kernel", run_args.kernel, "Registry name, a prefix of one, or a family (its default)")
       ->required();
-  add_measure_options(run_cmd, run_args.m);
+  add_measure_options(run_cmd, run_args.m, "flush");
   CLI::Option* tune_opt = run_cmd->get_option("--tune");
   CLI::Option* config_opt =
       run_cmd->add_option("--config", run_args.config, "Use this config (skip tuning)")->type_name("NAME");
@@ -161,6 +173,8 @@ int dispatch(int argc, char** argv, Io io) {
 
   std::map<std::string, std::string> param_text;
   std::map<std::string, CLI::Option*> param_opts;
+  std::map<std::string, std::string> param_files;  // --X-file of each list parameter X
+  std::map<std::string, CLI::Option*> param_file_opts;
   const bool is_run = command_index < args.size() && args[command_index] == "run";
   if (is_run) {
     const KernelLookup lookup = find_run_kernel(args, command_index);
@@ -178,10 +192,28 @@ int dispatch(int argc, char** argv, Io io) {
           opt = run_cmd->add_flag("--" + p.name + ",!--no-" + p.name, slot, describe_param(p));
         } else {
           opt = run_cmd->add_option("--" + p.name, slot, describe_param(p))
-                    ->type_name(p.kind == ParamSpec::Kind::integer ? "INT" : "NAME");
+                    ->type_name(p.kind == ParamSpec::Kind::integer        ? "INT"
+                                : p.kind == ParamSpec::Kind::integer_list ? "A,B,..."
+                                                                          : "NAME");
         }
         opt->group(group);
         param_opts[p.name] = opt;
+        if (p.kind == ParamSpec::Kind::integer_list) {
+          // A long list (a trace of a whole batch) is easier to keep in a file.
+          if (kRunOwnNames.count(p.name + "-file"))
+            throw Error("family " + family.name + " declares parameter '" + p.name + "', whose --" + p.name +
+                        "-file is a flag of `run`");
+          CLI::Option* file_opt =
+              run_cmd
+                  ->add_option("--" + p.name + "-file", param_files[p.name],
+                               "--" + p.name +
+                                   " read from FILE: integers separated by commas, spaces or "
+                                   "newlines; '#' starts a comment")
+                  ->type_name("FILE")
+                  ->group(group);
+          file_opt->excludes(opt);
+          param_file_opts[p.name] = file_opt;
+        }
       }
       run_cmd->footer("Problem flags of " + lookup.plan->id().full() + " are listed above under '" + group +
                       "'.");
@@ -195,7 +227,7 @@ int dispatch(int argc, char** argv, Io io) {
   suite_cmd->add_option("--kernels", suite_args.kernels, "Run these kernels instead of the suite's list")
       ->delimiter(',')
       ->type_name("A,B");
-  add_measure_options(suite_cmd, suite_args.m);
+  add_measure_options(suite_cmd, suite_args.m, "both");
 
   if (args.empty()) {
     io.out << app.help();
@@ -231,6 +263,14 @@ int dispatch(int argc, char** argv, Io io) {
   if (app.got_subcommand(run_cmd)) {
     for (const auto& [name, opt] : param_opts)
       if (opt->count() > 0) run_args.params[name] = param_text[name];
+    for (const auto& [name, opt] : param_file_opts) {
+      if (opt->count() == 0) continue;
+      try {
+        run_args.params[name] = cutelab::param_text(read_integer_list_file(param_files[name]));
+      } catch (const UsageError& e) {
+        throw UsageError("--" + name + "-file: " + e.message());
+      }
+    }
     run_args.m.measure = !no_measure;
     run_args.command_line = command_line;
     return cmd_run(run_args, io);

@@ -1,5 +1,6 @@
 #include "commands.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -94,6 +95,9 @@ RunOptions run_options(const MeasureArgs& m) {
   o.tune = m.tune;
   o.seed = m.seed;
   o.measure = m.measure;
+  const std::optional<TimingMode> mode = parse_timing_mode(m.timing);
+  CUTELAB_REQUIRE(mode, "--timing: expected flush, rotating or both, found '", m.timing, "'");
+  o.timing_mode = *mode;
   if (m.max_time) o.timing.max_seconds = *m.max_time;
   if (m.min_samples) {
     o.timing.min_samples = *m.min_samples;
@@ -320,7 +324,13 @@ int cmd_run(const RunArgs& a, Io io) {
   const KernelPlan& plan = Registry::instance().find(a.kernel);
   const Family& family = plan.family();
   std::map<std::string, std::string> given;
-  if (a.prof == "sanitize") given = family.sanitize_problem;  // small, unless the user says otherwise
+  // The family's small sanitizer problem, unless the user says otherwise. Explicit lists (MLA's
+  // --lens) fix the batch and the lengths themselves, so they replace the small problem whole.
+  const bool lists_given = std::any_of(a.params.begin(), a.params.end(), [&](const auto& kv) {
+    const ParamSpec* spec = family.find(kv.first);
+    return spec && spec->kind == ParamSpec::Kind::integer_list;
+  });
+  if (a.prof == "sanitize" && !lists_given) given = family.sanitize_problem;
   for (const auto& [name, value] : a.params) given[name] = value;
   const Problem problem = make_problem(family, given);
   plan.check_problem(problem);

@@ -40,6 +40,7 @@ struct MeasureArgs {
   std::optional<double> max_time;
   std::optional<int> min_samples;
   bool measure = true;
+  std::string timing = "flush";  // flush | rotating | both (`suite` defaults to both)
   std::string json;
 };
 

@@ -346,13 +346,7 @@ SanitizerVerdict parse_sanitizer_output(const std::string& tool, int exit_code, 
 
 std::vector<std::string> problem_flags(const Problem& problem) {
   std::vector<std::string> flags;
-  for (const auto& [name, value] : problem.values()) {
-    std::string text;
-    if (const auto* i = std::get_if<std::int64_t>(&value)) text = std::to_string(*i);
-    if (const auto* b = std::get_if<bool>(&value)) text = *b ? "true" : "false";
-    if (const auto* s = std::get_if<std::string>(&value)) text = *s;
-    flags.push_back("--" + name + "=" + text);
-  }
+  for (const auto& [name, value] : problem.values()) flags.push_back("--" + name + "=" + param_text(value));
   return flags;
 }
 

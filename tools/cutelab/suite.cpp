@@ -1,11 +1,14 @@
 #include "suite.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "commands.hpp"
 #include "cutelab/core/error.hpp"
+#include "cutelab/runtime/problem.hpp"
 #include "cutelab/runtime/registry.hpp"
 
 namespace cutelab {
@@ -39,6 +42,48 @@ std::string required_string(const nlohmann::json& obj, const std::string& key, c
   if (!v.is_string() || v.get<std::string>().empty())
     fail(origin, where, "expected a non-empty string, found " + found(v));
   return v.get<std::string>();
+}
+
+// A list file named in a suite is relative to the suite file's folder.
+std::string beside(const std::string& origin, const std::string& path) {
+  const std::filesystem::path p(path);
+  if (p.is_absolute()) return path;
+  return (std::filesystem::path(origin).parent_path() / p).lexically_normal().string();
+}
+
+// The problem's fields: integers, booleans, strings, lists of integers, and X_file (a list
+// file for the list parameter X), which is read here and replaced by X.
+nlohmann::json problem_fields(const nlohmann::json& problem, const std::string& origin,
+                              const std::string& at) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, value] : problem.items()) {
+    const std::string where = at + "." + key;
+    constexpr std::string_view kFile = "_file";
+    if (key.size() > kFile.size() && key.ends_with(kFile)) {
+      const std::string list = key.substr(0, key.size() - kFile.size());
+      if (problem.contains(list)) fail(origin, where, "excludes " + at + "." + list + " (give one of them)");
+      if (!value.is_string() || value.get<std::string>().empty())
+        fail(origin, where, "expected the name of a list file, found " + found(value));
+      try {
+        out[list] = read_integer_list_file(beside(origin, value.get<std::string>()));
+      } catch (const UsageError& e) {
+        fail(origin, where, e.message());
+      }
+      continue;
+    }
+    if (value.is_array()) {
+      if (value.empty()) fail(origin, where, "expected a non-empty list of integers, found " + found(value));
+      for (std::size_t i = 0; i < value.size(); ++i)
+        if (!value[i].is_number_integer())
+          fail(origin, where + "[" + std::to_string(i) + "]",
+               "expected an integer, found " + found(value[i]));
+    } else if (!value.is_number_integer() && !value.is_boolean() && !value.is_string()) {
+      fail(origin, where,
+           "expected an integer, a boolean, a string or a list of integers, found " + found(value));
+    }
+    out[key] = value;
+  }
+  return out;
 }
 
 }  // namespace
@@ -85,13 +130,7 @@ Suite parse_suite(const nlohmann::json& j, const std::string& origin) {
       fail(origin, at + ".problem", "missing (expected an object of problem parameters)");
     if (!c["problem"].is_object())
       fail(origin, at + ".problem", "expected an object of problem parameters, found " + found(c["problem"]));
-    for (const auto& [key, value] : c["problem"].items()) {
-      const bool scalar = value.is_number_integer() || value.is_boolean() || value.is_string();
-      if (!scalar)
-        fail(origin, at + ".problem." + key,
-             "expected an integer, a boolean or a string, found " + found(value));
-    }
-    sc.problem = c["problem"];
+    sc.problem = problem_fields(c["problem"], origin, at + ".problem");
     if (c.contains("kernels")) {
       const nlohmann::json& ks = c["kernels"];
       if (!ks.is_array() || ks.empty())
@@ -242,6 +281,7 @@ int cmd_suite(const SuiteArgs& a, Io io) {
                              {"description", suite.description},
                              {"file", suite.origin},
                              {"device", dev.to_json()},
+                             {"timing_mode", a.m.timing},
                              {"runs", rows}};
     if (ceilings) report["ceilings"] = ceilings->to_json();
     add_provenance(report, a.command_line);

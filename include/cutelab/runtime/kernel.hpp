@@ -43,6 +43,12 @@ struct Kernel {
   std::string config;  // config name "m64_n64_stages2"
   ArchRequirement arch;
   std::function<void(cudaStream_t)> launch;  // launches everything one call does
+  // Optional work a caller does once and reuses over many calls (MLA decode: the split schedule,
+  // made once per decode step and reused by every layer). When set, `setup` followed by any
+  // number of `launch_reusing_setup` calls on the same stream computes what `launch` computes;
+  // reports then time both ways. Both are set or neither.
+  std::function<void(cudaStream_t)> setup;
+  std::function<void(cudaStream_t)> launch_reusing_setup;
   std::vector<FunctionResources> resources;  // one per __global__ it launches
   Cost cost;
 };

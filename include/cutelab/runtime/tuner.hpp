@@ -1,6 +1,11 @@
 #pragma once
 // Tuning and the end-to-end run: arch gate, configs validated and timed, each checked against
 // the reference, winner cached; then check and measurement of the chosen config.
+//
+// A kernel with a `setup` (Kernel::setup / launch_reusing_setup) is checked both ways (the
+// whole `launch`; `setup` then `launch_reusing_setup`) and timed both ways: the primary figure
+// (`timing`, which tuning ranks by) runs `setup` once and times `launch_reusing_setup`; the
+// second (`timing_with_setup`) times the whole `launch`.
 
 #include <cuda_runtime_api.h>
 
@@ -24,8 +29,9 @@ struct ConfigOutcome {
   ConfigDesc config;
   Status status = Status::not_run;
   std::string reason;  // why it was skipped or failed
-  std::optional<TimingStats> timing;
-  std::vector<CheckResult> checks;
+  std::optional<TimingStats> timing;              // the primary figure (setup reused when there is one)
+  std::vector<CheckResult> checks;                // the whole `launch`
+  std::vector<CheckResult> checks_reusing_setup;  // `setup` + `launch_reusing_setup`, when set
 
   [[nodiscard]] nlohmann::json to_json() const;
 };
@@ -39,6 +45,7 @@ struct RunOptions {
   bool measure = true;
   bool annotate = false;              // NVTX ranges per phase
   TimingOptions timing;
+  TimingMode timing_mode = TimingMode::flush;  // which figures the measurement takes (tuning: flush)
   std::string cache_dir;              // TuneCache::default_dir() when empty
 };
 
@@ -53,14 +60,22 @@ struct RunResult {
   std::string config_source;          // "forced", "tuned", "cache", "first valid"
   std::optional<ConfigDesc> config;
   std::vector<FunctionResources> resources;
-  std::vector<CheckResult> checks;
-  std::optional<TimingStats> timing;
+  bool has_setup = false;                         // the kernel sets Kernel::setup
+  std::vector<CheckResult> checks;                // the whole `launch`
+  std::vector<CheckResult> checks_reusing_setup;  // `setup` + `launch_reusing_setup` (has_setup only)
+  TimingMode timing_mode = TimingMode::flush;
+  std::optional<TimingStats> timing;             // primary: L2 flushed; setup reused when has_setup
+  std::optional<TimingStats> timing_with_setup;  // has_setup only: the whole `launch` in each call
+  std::optional<RotatingTiming> rotating;        // when the mode asks for it (maybe skipped, with why)
   Cost cost;
   std::optional<Ceilings> ceilings;
   ClockSummary clocks;
   std::vector<std::string> warnings;  // e.g. a corrupt tuning cache that was moved aside
 
   [[nodiscard]] bool passed() const noexcept { return status == Status::ok; }
+  // The figure rates (GB/s, TFLOP/s, ceiling shares) and anchor speedups are computed on: the
+  // primary `timing`, else the rotating one (`--timing=rotating`); nothing when neither.
+  [[nodiscard]] const TimingStats* rate_timing() const noexcept;
   [[nodiscard]] nlohmann::json to_json() const;
 };
 [[nodiscard]] const char* status_name(RunResult::Status s) noexcept;

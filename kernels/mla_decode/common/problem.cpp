@@ -44,12 +44,22 @@ Family make_family() {
   f.params = {
       integer_param("b", "requests in the batch", 128, 1, kMaxBatch),
       integer_param("s", "query tokens per request (s_q)", 1, 1, kMaxQueryLen),
-      integer_param("t", "KV sequence length per request (the mean with --varlen)", 4096, 1, kMaxSeqlen),
+      integer_param("t", "KV sequence length per request (the mean with --varlen; unused with --lens)", 4096,
+                    1, kMaxSeqlen),
       integer_param("h", "query heads (h_q)", 128, 1, kMaxHeadsQ),
       integer_param("hkv", "KV heads (h_kv); h must be a multiple of it", 1, 1, kMaxHeadsKV),
       bool_param("varlen", "draw lengths per request from N(t, t/2), clipped to [s, 131072]"),
       bool_param("causal", "query i of a request sees the first seqlen - s + i + 1 keys"),
   };
+  ParamSpec lens;
+  lens.name = "lens";
+  lens.help =
+      "KV length of each request: b values, 0 allowed (an empty request); t is unused with it, varlen "
+      "excluded";
+  lens.kind = ParamSpec::Kind::integer_list;
+  lens.min = 0;
+  lens.max = kMaxSeqlen;
+  f.params.push_back(std::move(lens));
   ParamSpec dtype;
   dtype.name = "dtype";
   dtype.help = "element type of q, the KV cache and out";
@@ -68,12 +78,20 @@ Family make_family() {
 // allowed for), q, out, lse and the fp32 reference copies of out and lse.
 double estimated_device_bytes(const MlaDecodeProblem& p) {
   const double elem = static_cast<double>(dtype_size(p.dtype));
-  const double tokens_per_request = (p.varlen ? 1.1 * p.t : p.t) + kPageSize;
-  const double kv = p.b * tokens_per_request * p.h_kv * kHeadDimQK * elem;
+  double tokens = p.b * ((p.varlen ? 1.1 * p.t : p.t) + kPageSize);
+  if (!p.lens.empty()) {
+    tokens = 0;
+    for (int len : p.lens) tokens += static_cast<double>(ceil_div(len, kPageSize) + 1) * kPageSize;
+  }
+  const double kv = tokens * p.h_kv * kHeadDimQK * elem;
   const double rows = static_cast<double>(p.b) * p.s_q * p.h_q;
   const double q = rows * kHeadDimQK * elem;
   const double out = rows * kHeadDimV * (elem + 4.0) + rows * 8.0;
   return kv + q + out;
+}
+
+double mean_of(const std::vector<int>& v) {
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
 }  // namespace
@@ -93,6 +111,13 @@ MlaDecodeProblem MlaDecodeProblem::from(const Problem& p) {
   m.h_kv = static_cast<int>(p.integer("hkv"));
   m.varlen = p.boolean("varlen");
   m.causal = p.boolean("causal");
+  for (const std::int64_t len : p.integers("lens")) {
+    // make_problem enforces the bounds for text input; a Problem built in code may not have.
+    const std::size_t i = m.lens.size();
+    CUTELAB_REQUIRE(len >= 0, "lens[", i, "] = ", len, " is negative");
+    CUTELAB_REQUIRE(len <= kMaxSeqlen, "lens[", i, "] = ", len, " exceeds the maximum ", kMaxSeqlen);
+    m.lens.push_back(static_cast<int>(len));
+  }
   const std::string& dt = p.choice("dtype");
   const std::optional<DType> parsed = parse_dtype(dt);
   CUTELAB_REQUIRE(parsed && (*parsed == DType::bf16 || *parsed == DType::f16),
@@ -106,11 +131,23 @@ MlaDecodeProblem MlaDecodeProblem::from(const Problem& p) {
   CUTELAB_REQUIRE(m.h_q >= 1 && m.h_q <= kMaxHeadsQ, "h: expected 1..", kMaxHeadsQ, ", got ", m.h_q);
   CUTELAB_REQUIRE(m.h_kv >= 1 && m.h_kv <= kMaxHeadsKV, "hkv: expected 1..", kMaxHeadsKV, ", got ", m.h_kv);
   CUTELAB_REQUIRE(m.h_q % m.h_kv == 0, "h (", m.h_q, ") must be a multiple of hkv (", m.h_kv, ")");
+  if (p.has("lens")) {
+    CUTELAB_REQUIRE(!m.lens.empty(), "lens: empty list (expected b = ", m.b, " lengths)");
+    CUTELAB_REQUIRE(m.lens.size() == static_cast<std::size_t>(m.b), "lens has ", m.lens.size(),
+                    " values but b = ", m.b);
+    CUTELAB_REQUIRE(
+        !m.varlen,
+        "lens and varlen exclude each other: lens gives every length, varlen draws them (set varlen false)");
+  }
 
   const double need = estimated_device_bytes(m);
-  CUTELAB_REQUIRE(need <= kMemoryCapBytes, "b=", m.b, " and t=", m.t, " with hkv=", m.h_kv, " need about ",
+  const std::string sizes = m.lens.empty()
+                                ? concat("b=", m.b, " and t=", m.t)
+                                : concat("b=", m.b, " and lens (mean ", std::llround(mean_of(m.lens)), ")");
+  CUTELAB_REQUIRE(need <= kMemoryCapBytes, sizes, " with hkv=", m.h_kv, " need about ",
                   std::llround(need / (1ull << 30)), " GiB of device memory, more than the ",
-                  std::llround(kMemoryCapBytes / (1ull << 30)), " GiB cap: lower b or t");
+                  std::llround(kMemoryCapBytes / (1ull << 30)), " GiB cap: lower b or ",
+                  m.lens.empty() ? "t" : "the lengths");
   return m;
 }
 
@@ -122,6 +159,12 @@ MlaDecodeCase MlaDecodeCase::from_problem(const MlaDecodeProblem& p, std::uint64
   c.h_kv = p.h_kv;
   c.causal = p.causal;
   c.dtype = p.dtype;
+  if (!p.lens.empty()) {
+    CUTELAB_REQUIRE(p.lens.size() == static_cast<std::size_t>(p.b), "lens has ", p.lens.size(),
+                    " values but b = ", p.b);
+    c.seqlens = p.lens;
+    return c;
+  }
   c.seqlens.assign(static_cast<std::size_t>(p.b), p.t);
   if (p.varlen) {
     std::mt19937_64 rng(seed);
@@ -138,11 +181,7 @@ float MlaDecodeCase::scale() const {
   return softmax_scale != 0 ? softmax_scale : 1.0f / std::sqrt(static_cast<float>(kHeadDimQK));
 }
 
-double MlaDecodeCase::mean_seqlen() const {
-  if (seqlens.empty()) return 0;
-  const double total = std::accumulate(seqlens.begin(), seqlens.end(), 0.0);
-  return total / static_cast<double>(seqlens.size());
-}
+double MlaDecodeCase::mean_seqlen() const { return mean_of(seqlens); }
 
 int MlaDecodeCase::blocks_per_seq() const {
   if (max_blocks_per_seq > 0) return max_blocks_per_seq;

@@ -21,16 +21,18 @@ inline constexpr int kMaxHeadsQ = 128;
 inline constexpr int kMaxHeadsKV = 8;
 inline constexpr int kMaxSeqlen = 131072;  // 128K tokens
 
-// What the CLI and suites describe: sizes and flags, with sequence lengths drawn from them.
+// What the CLI and suites describe: sizes and flags, with sequence lengths drawn from them
+// or given one per request (`lens`, e.g. a trace of a serving engine's decode step).
 struct MlaDecodeProblem {
   int b = 1;         // requests
   int s_q = 1;       // query tokens per request
-  int t = 4096;      // sequence length (mean when varlen)
+  int t = 4096;      // sequence length (mean when varlen); unused when lens is given
   int h_q = 128;     // query heads
   int h_kv = 1;      // KV heads
   bool varlen = false;  // lengths ~ N(t, t/2), at least s_q
   bool causal = false;  // only meaningful for s_q > 1
   DType dtype = DType::bf16;
+  std::vector<int> lens;  // explicit length of each request (size b, 0 allowed); empty: from t / varlen
 
   [[nodiscard]] static const Family& family();
   // Throws UsageError naming the parameter for sizes the family does not support.

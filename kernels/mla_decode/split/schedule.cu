@@ -25,7 +25,8 @@ split_schedule_kernel(const int* __restrict__ seqlens, int b, SplitSchedule s) {
 
   const int i = threadIdx.x;
   const int len = i < b ? seqlens[i] : 0;
-  const int n = (max(len, 0) + kPageSize - 1) / kPageSize;
+  const int n = planned_pages(len);
+  if (i == 0 && s.reuse_error) *s.reuse_error = 0;
   const int cost = n > 0 ? n + s.fixed_overhead_blocks : 0;
   int begin = 0, total = 0;
   Scan(scan_storage).ExclusiveSum(cost, begin, total);
@@ -99,7 +100,9 @@ split_combine_kernel(CombineArgs a) {
   sm90::wait_for_prior_grid();
   const int req = blockIdx.x;
   const RequestSplit rs = a.requests[req];
-  if (rs.num_splits == 1) return;
+  if (rs.num_splits == 1) return;  // written by the main kernel (which checks its length itself)
+  // A length that needs another page count than planned: the pieces do not cover it.
+  const bool stale = planned_pages(a.seqlens[req]) != rs.num_blocks;
 
   const int heads_per_kv = a.h_q / a.h_kv;
   const int rows = a.s_q * heads_per_kv;
@@ -147,14 +150,17 @@ split_combine_kernel(CombineArgs a) {
       }
     }
   }
-  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+  const float inv = stale ? NAN : sum > 0.f ? 1.f / sum : 0.f;
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) {
     const float4 o{acc[j].x * inv, acc[j].y * inv, acc[j].z * inv, acc[j].w * inv};
     store_out<Element>(out, (j * 32 + lane) * 4, o);
   }
   // A row that saw no key at all (length 0, or causal with nothing visible) has lse +inf.
-  if (slice == 0 && lane == 0) *lse_out = sum > 0.f ? max_lse + __logf(sum) : INFINITY;
+  if (slice == 0 && lane == 0) {
+    *lse_out = stale ? NAN : sum > 0.f ? max_lse + __logf(sum) : INFINITY;
+    if (stale && a.reuse_error) *a.reuse_error = 1;
+  }
 }
 
 // Column slices for a launch: as few as keep kCombineTargetWarps warps busy.

@@ -21,6 +21,7 @@
 
 #include "cutelab/core/dtype.hpp"
 #include "cutelab/runtime/kernel.hpp"
+#include "mla_decode/common/problem.hpp"
 
 namespace cutelab::mla {
 
@@ -43,7 +44,13 @@ struct SplitSchedule {
   int num_parts = 0;
   int fixed_overhead_blocks = 0;
   int min_blocks_per_part = 1;  // fewer, longer parts: less partial traffic for small batches
+  // Cleared by the schedule kernel; set to 1 by a later kernel that meets a request whose length
+  // now needs another page count than the one planned (its outputs are then written as NaN).
+  int* reuse_error = nullptr;
 };
+
+// Pages of a request of `len` tokens, as the schedule counts them.
+__host__ __device__ inline int planned_pages(int len) { return len > 0 ? (len + kPageSize - 1) / kPageSize : 0; }
 
 // Maximum batch the schedule kernel handles in one block.
 inline constexpr int kScheduleMaxBatch = 1024;
@@ -62,12 +69,15 @@ struct CombineArgs {
   void* out = nullptr;  // [b, s_q, h_q, 512] of dtype
   float* lse = nullptr;  // [b, h_q, s_q]
   const RequestSplit* requests = nullptr;
+  const int* seqlens = nullptr;  // the call's lengths, checked against the planned page counts
+  int* reuse_error = nullptr;
   SplitPartials partials;
   int b = 0, s_q = 0, h_q = 0, h_kv = 0;
   DType dtype = DType::bf16;
 };
 
 // Merges split requests and writes empty requests (out 0, lse +inf); leaves unsplit ones alone.
+// A request whose length no longer matches its planned page count gets NaN (and reuse_error).
 // Launched as a programmatic dependent of the main kernel (it waits for it on the device).
 void launch_split_combine(const CombineArgs& a, cudaStream_t stream);
 

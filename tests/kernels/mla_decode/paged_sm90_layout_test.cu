@@ -1,4 +1,4 @@
-// Host checks of the layout facts paged_sm90 v1 relies on, computed with CuTe itself: they
+// Host checks of the layout facts paged_sm90 v1 and v2 rely on, computed with CuTe itself: they
 // cost no GPU time and fail loudly if a CuTe upgrade or a config change breaks an assumption.
 
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cute/tensor.hpp>
 
 #include "cute/mla_decode/paged_sm90/paged_sm90_v1/config.hpp"
-#include "cute/mla_decode/paged_sm90_pairs/paged_sm90_pairs_v1/config.hpp"
+#include "cute/mla_decode/paged_sm90/paged_sm90_v2/config.hpp"
 
 namespace cutelab::mla::paged_sm90_v1 {
 namespace {
@@ -96,32 +96,57 @@ TEST(PagedSm90V1Layout, SharedStorageFitsHopper) {
   EXPECT_EQ(sizeof(typename T::SharedStorage) % 1024, 0u);
 }
 
-// paged_sm90_pairs v1 keeps paged_sm90 v1's K/V tile layouts and adds P tiles (the SS A operand of the other warpgroup's
-// P V) written element-pairwise from accumulator registers, and Q's RoPE part in registers.
-TEST(PagedSm90PairsV1Layout, SharedLayoutsAndStorage) {
-  using T2 = paged_sm90_pairs_v1::Traits<cute::bfloat16_t>;
-  EXPECT_LE(sizeof(typename T2::SharedStorage), 232448u);
+// paged_sm90 v2 keeps v1's K/V tile layouts and adds P tiles (the SS A operand of the other
+// warpgroup's P V) written element-pairwise from accumulator registers, Q's RoPE part in
+// registers, and KV column groups whose V halves are exactly one warpgroup's columns.
+TEST(PagedSm90V2Layout, SharedLayoutsAndStorage) {
+  using T2 = paged_sm90_v2::Traits<cute::bfloat16_t>;
+  EXPECT_LE(sizeof(typename T2::SharedStorage), 232448u);  // sm_90 opt-in limit per block
   auto k1 = typename T::SmemLayoutK{}.layout_b();
   auto k2 = typename T2::SmemLayoutK{}.layout_b();
   auto v2 = typename T2::SmemLayoutV{}.layout_b();
   for (int t = 0; t < T::kBlockN; ++t)
     for (int d = 0; d < T::kHeadDimQK; ++d) ASSERT_EQ(k1(t, d), k2(t, d));
-  for (int w = 0; w < T2::kConsumerWarpgroups; ++w)
+  for (int w = 0; w < T2::kWarpgroups; ++w)
     for (int d = 0; d < T2::kVColsPerWarpgroup; ++d)
       for (int t = 0; t < T2::kBlockN; ++t)
         ASSERT_EQ(w * T2::kVHalfOffset + v2(d, t), k2(t, w * T2::kVColsPerWarpgroup + d));
+  // Column group 0 (refilled by warpgroup 0) holds exactly warpgroup 0's V columns; group 1 the rest.
+  EXPECT_EQ(T2::group_end(0) * T2::kChunk, T2::kVColsPerWarpgroup);
+  EXPECT_EQ(T2::group_begin(1), T2::group_end(0));
+  EXPECT_EQ(T2::group_end(1), T2::kNumChunks);
   // P register pairs (columns c, c + 1, c even) are stored as one 4-byte word.
   auto pl = typename T2::SmemLayoutP{}.layout_b();
   for (int r = 0; r < T2::kBlockM; ++r)
     for (int c = 0; c < T2::kBlockN; c += 2) ASSERT_EQ(pl(r, c + 1), pl(r, c) + 1);
-  // The RoPE RS steps and the SS steps accumulate into the same C fragment layout.
+  // The RoPE RS steps and the SS steps accumulate into the same C fragment layout, and the S
+  // accumulator order is the local P V's A-operand order.
   typename T2::TiledMmaQK ss;
   typename T2::TiledMmaQKRope rs;
+  typename T2::TiledMmaPVLocal pv;
   Tensor c = make_identity_tensor(Shape<Int<T2::kBlockM>, Int<T2::kBlockN>>{});
   for (int t = 0; t < 128; ++t) {
     Tensor a = ss.get_thread_slice(t).partition_C(c);
     Tensor b = rs.get_thread_slice(t).partition_C(c);
     for (int i = 0; i < size(a); ++i) ASSERT_EQ(a(i), b(i));
+    // Q's RoPE operand is loaded by the same formula: register i of the RS A operand holds
+    // row r0 + 8 * ((i >> 1) & 1), column col0 + (i & 1) + 8 * (i >> 2).
+    Tensor tQcQ = rs.get_thread_slice(t).partition_A(c);  // (MMA,1,4)
+    Tensor tQrQ = make_tensor<cute::bfloat16_t>(partition_shape_A(rs, Shape<Int<T2::kBlockM>, Int<T2::kBlockN>>{}));
+    const int lane = t % 32, r0 = (t / 32) * 16 + lane / 4, col0 = 2 * (lane % 4);
+    for (int i = 0; i < size(tQrQ); ++i) {
+      const auto coord = idx2crd(i, shape(tQrQ));
+      ASSERT_EQ(tQrQ.layout()(coord), i);
+      ASSERT_EQ(get<0>(tQcQ(coord)), r0 + 8 * ((i >> 1) & 1)) << "thread " << t << " reg " << i;
+      ASSERT_EQ(get<1>(tQcQ(coord)), col0 + (i & 1) + 8 * (i >> 2)) << "thread " << t << " reg " << i;
+    }
+    Tensor tOcP = pv.get_thread_slice(t).partition_A(c);  // (MMA,1,4)
+    Tensor tOrP = make_tensor<cute::bfloat16_t>(partition_shape_A(pv, Shape<Int<T2::kBlockM>, Int<T2::kBlockN>>{}));
+    for (int i = 0; i < size(a); ++i) {
+      const auto coord = idx2crd(i, shape(tOrP));
+      ASSERT_EQ(tOrP.layout()(coord), i);
+      ASSERT_EQ(tOcP(coord), a(i)) << "thread " << t << " reg " << i;
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -242,7 +243,9 @@ TEST(MlaDecodePagedSm90, RunnerRejectsPaddedViews) {
   const MlaDecodeDims dims = validate_args(ws.args(), /*checked=*/false);
   const paged_sm90::Runner runner(dims, device(), paged_sm90::TuneConfig{},
                                   paged_sm90_v1::main_kernel(dims.dtype));
-  EXPECT_NO_THROW((void)runner.prepare(ws.args()));
+  std::unique_ptr<paged_sm90::StepPlan> plan = runner.make_step_plan();
+  runner.plan_step(*plan, ws.seqlens.view(), nullptr);
+  EXPECT_NO_THROW((void)runner.prepare(*plan, ws.args()));
   const std::int64_t h = dims.h_q, s = dims.s_q;
   struct Padding {
     std::string what;
@@ -267,7 +270,7 @@ TEST(MlaDecodePagedSm90, RunnerRejectsPaddedViews) {
     p.pad(args, h, s);
     EXPECT_NO_THROW((void)validate_args(args, /*checked=*/false)) << p.what;
     try {
-      (void)runner.prepare(args);
+      (void)runner.prepare(*plan, args);
       ADD_FAILURE() << p.what << ": padded view accepted";
     } catch (const UsageError& e) {
       EXPECT_THAT(e.message(), HasSubstr(p.what + " must be contiguous")) << p.what;

@@ -301,6 +301,111 @@ TEST(MlaDecodeCost, VarlenCostUsesTheLengthsThePlanRuns) {
   EXPECT_NE(c.mean_seqlen(), 8192.0);
 }
 
+// ---- explicit lengths (--lens, suite "lens") --------------------------------------------------
+
+TEST(MlaDecodeProblem, LensGiveEachRequestsLength) {
+  const MlaDecodeProblem p =
+      MlaDecodeProblem::from(parse({{"b", "4"}, {"s", "4"}, {"h", "16"}, {"lens", "4641,45118,1730,1696"}}));
+  EXPECT_EQ(p.lens, (std::vector<int>{4641, 45118, 1730, 1696}));
+  EXPECT_TRUE(MlaDecodeProblem::from(parse({})).lens.empty());
+  // The case runs exactly these lengths, whatever the seed; t plays no part.
+  const MlaDecodeCase c = MlaDecodeCase::from_problem(p, 1);
+  EXPECT_EQ(c.seqlens, p.lens);
+  EXPECT_EQ(MlaDecodeCase::from_problem(p, 2).seqlens, p.lens);
+  EXPECT_EQ(problem_case(p).seqlens, p.lens);
+  EXPECT_EQ(c.b, 4);
+  EXPECT_EQ(c.s_q, 4);
+  EXPECT_EQ(c.h_q, 16);
+  EXPECT_EQ(c.blocks_per_seq(), 705);  // ceil(45118 / 64)
+  EXPECT_DOUBLE_EQ(c.mean_seqlen(), (4641 + 45118 + 1730 + 1696) / 4.0);
+  const MlaDecodeProblem other_t = MlaDecodeProblem::from(
+      parse({{"b", "4"}, {"s", "4"}, {"h", "16"}, {"t", "77"}, {"lens", "4641,45118,1730,1696"}}));
+  EXPECT_EQ(problem_case(other_t).seqlens, p.lens);
+}
+
+TEST(MlaDecodeProblem, LensAllowEmptyRequests) {
+  const MlaDecodeProblem p =
+      MlaDecodeProblem::from(parse({{"b", "3"}, {"s", "2"}, {"causal", "true"}, {"lens", "0,1,0"}}));
+  EXPECT_EQ(problem_case(p).seqlens, (std::vector<int>{0, 1, 0}));
+  EXPECT_EQ(problem_case(p).blocks_per_seq(), 1);
+}
+
+TEST(MlaDecodeProblem, RejectsBadLensNamingTheValue) {
+  const std::map<std::string, std::string> four = {{"b", "4"}, {"s", "4"}, {"h", "16"}};
+  auto with = [&](std::map<std::string, std::string> extra) {
+    extra.insert(four.begin(), four.end());
+    return problem_rejection(extra);
+  };
+  EXPECT_THAT(with({{"lens", "1,2,-5,4"}}), HasSubstr("lens[2] = -5 is negative"));
+  EXPECT_THAT(with({{"lens", "1,200000,3,4"}}), HasSubstr("lens[1] = 200000 exceeds the maximum 131072"));
+  EXPECT_THAT(with({{"lens", "1,2,3"}}), HasSubstr("lens has 3 values but b = 4"));
+  EXPECT_THAT(with({{"lens", "1,2,3,4,5"}}), HasSubstr("lens has 5 values but b = 4"));
+  EXPECT_THAT(with({{"lens", "1,2,abc,4"}}), HasSubstr("lens[2] = 'abc' is not an integer"));
+  EXPECT_THAT(with({{"lens", ""}}), HasSubstr("parameter 'lens' of mla_decode: empty list"));
+  EXPECT_THAT(with({{"lens", "1,2,3,4"}, {"varlen", "true"}}),
+              HasSubstr("lens and varlen exclude each other"));
+  EXPECT_EQ(with({{"lens", "1,2,3,4"}, {"varlen", "false"}}), "(accepted)");
+  EXPECT_EQ(with({{"lens", "0,131072,3,4"}}), "(accepted)");
+  // The same rules for a suite's JSON.
+  const nlohmann::json j = {{"b", 4}, {"lens", {1, 2, -5, 4}}};
+  EXPECT_THROW((void)make_problem(MlaDecodeProblem::family(), j), UsageError);
+}
+
+TEST(MlaDecodeProblem, RejectsBadLensInAProblemBuiltInCode) {
+  // make_problem checks bounds; a Problem made directly must still be caught by from().
+  auto direct = [](IntegerList lens) {
+    Problem p = parse({{"b", "2"}});
+    std::map<std::string, ParamValue> values = p.values();
+    values["lens"] = std::move(lens);
+    try {
+      (void)MlaDecodeProblem::from(Problem("mla_decode", values));
+    } catch (const UsageError& e) {
+      return e.message();
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_THAT(direct({5, -1}), HasSubstr("lens[1] = -1 is negative"));
+  EXPECT_THAT(direct({131073, 1}), HasSubstr("lens[0] = 131073 exceeds the maximum 131072"));
+  EXPECT_THAT(direct({}), HasSubstr("lens: empty list"));
+  EXPECT_EQ(direct({5, 0}), "(accepted)");
+}
+
+TEST(MlaDecodeProblem, LensCountTowardsTheMemoryCap) {
+  auto repeated = [](int n, const std::string& v) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += (i ? "," : "") + v;
+    return out;
+  };
+  const std::string why = problem_rejection({{"b", "1024"}, {"lens", repeated(1024, "131072")}});
+  EXPECT_THAT(why, HasSubstr("b=1024 and lens (mean 131072)"));
+  EXPECT_THAT(why, HasSubstr("GiB"));
+  // The same batch with short requests fits, whatever t says.
+  EXPECT_EQ(problem_rejection({{"b", "1024"}, {"t", "131072"}, {"lens", repeated(1024, "100")}}),
+            "(accepted)");
+}
+
+TEST(MlaDecodeCost, LensCostUsesTheirMean) {
+  const MlaDecodeProblem p =
+      MlaDecodeProblem::from(parse({{"b", "4"}, {"s", "4"}, {"h", "16"}, {"lens", "4641,45118,1730,1696"}}));
+  const double mean = (4641 + 45118 + 1730 + 1696) / 4.0;
+  const Cost cost = problem_cost(p);
+  EXPECT_DOUBLE_EQ(cost.flops, 4.0 * 4 * 16 * mean * 2 * 1088);
+  EXPECT_DOUBLE_EQ(cost.bytes, 4.0 * (4 * 16 * 576 * 2 + mean * 1 * 576 * 2 + 4 * 16 * 512 * 2));
+}
+
+TEST(MlaDecodeProblem, LensKeyIsShort) {
+  const Problem p = parse({{"b", "4"}, {"s", "4"}, {"h", "16"}, {"lens", "4641,45118,1730,1696"}});
+  EXPECT_THAT(p.key(), HasSubstr("lens=[4641,45118,1730,1696]"));
+  // Problems without lens keep the key they had (tuning caches stay valid).
+  EXPECT_EQ(parse({}).key(), "b=128,causal=0,dtype=bf16,h=128,hkv=1,s=1,t=4096,varlen=0");
+  std::string many;
+  for (int i = 0; i < 128; ++i) many += (i ? "," : "") + std::to_string(1000 + i);
+  const Problem big = parse({{"lens", many}});
+  EXPECT_THAT(big.key(), HasSubstr("lens=[n=128,fnv1a="));
+  EXPECT_LT(big.key().size(), 120u);
+  EXPECT_THAT(big.display(), HasSubstr("lens=[128 values, mean 1063.5]"));
+}
+
 TEST(MlaDecodeTolerance, FollowsMeasureMd) {
   const Tolerance bf16 = out_tolerance(DType::bf16);
   const Tolerance f16 = out_tolerance(DType::f16);

@@ -16,8 +16,142 @@ namespace {
 constexpr std::uint64_t kEvictNormal = 0x1000000000000000ull;
 constexpr std::uint64_t kEvictFirst = 0x12F0000000000000ull;
 
-Params make_params(const LaunchState& st, const MlaDecodeArgs& args, const MlaDecodeDims& call) {
-  const MlaDecodeDims& d = st.dims;
+// KV cache as (576 columns, h_kv heads, 64 tokens, pages); one box = 64 columns x 64 tokens,
+// 128-byte swizzle (the layout the kernels' K tiles are declared with).
+CUtensorMap make_kv_map(const MlaDecodeArgs& args, const MlaDecodeDims& call) {
+  const std::uint64_t elem = dtype_size(call.dtype);
+  const std::uint64_t cols = kHeadDimQK, heads = call.h_kv, tokens = kPageSize;
+  return sm90::make_tiled_tensor_map<4>(
+      call.dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, args.kv_cache.data,
+      {cols, heads, tokens, static_cast<std::uint64_t>(call.num_blocks)},
+      {cols * elem, heads * cols * elem, tokens * heads * cols * elem}, {64u, 1u, static_cast<std::uint32_t>(tokens), 1u},
+      CU_TENSOR_MAP_SWIZZLE_128B);
+}
+
+std::string ptr_text(const void* p) { return concat("0x", std::hex, reinterpret_cast<std::uintptr_t>(p)); }
+
+}  // namespace
+
+std::string TuneConfig::name() const {
+  return concat("fo", fixed_overhead_blocks, "_mb", min_blocks_per_part, kv_evict_first ? "_evictfirst" : "_evictnormal");
+}
+
+StepPlan::StepPlan(int max_batch, int num_parts, int h_kv, int rows_per_head)
+    : max_batch_(max_batch), num_parts_(num_parts), rows_per_head_(rows_per_head) {
+  // A split request has at most one piece per part it touches: 2 * num_parts slots cover all.
+  const std::size_t slots = 2 * static_cast<std::size_t>(num_parts);
+  const std::size_t partial_rows = slots * h_kv * rows_per_head;
+  parts_ = DeviceBuffer(num_parts * sizeof(PartInfo));
+  requests_ = DeviceBuffer(max_batch * sizeof(RequestSplit));
+  partial_out_ = DeviceBuffer(partial_rows * kHeadDimV * sizeof(float));
+  partial_lse_ = DeviceBuffer(partial_rows * sizeof(float));
+  error_flag_ = DeviceBuffer(sizeof(int));
+  CUTELAB_CUDA(cudaMemset(error_flag_.data(), 0, sizeof(int)));
+}
+
+std::string StepPlan::reuse_error(cudaStream_t stream) const {
+  if (b_ == 0) return {};
+  int flag = 0;
+  CUTELAB_CUDA(cudaMemcpyAsync(&flag, error_flag_.data(), sizeof(int), cudaMemcpyDeviceToHost, stream));
+  CUTELAB_CUDA(cudaStreamSynchronize(stream));
+  if (!flag) return {};
+  return concat("a call met lengths whose page counts differ from the ones the step plan was made for (seqlens ",
+                ptr_text(seqlens_), ", b = ", b_, "): those requests were written as NaN; call plan_step after "
+                "changing the lengths");
+}
+
+std::vector<int> StepPlan::planned_blocks(cudaStream_t stream) const {
+  std::vector<RequestSplit> splits(static_cast<std::size_t>(b_));
+  if (b_ > 0) {
+    CUTELAB_CUDA(cudaMemcpyAsync(splits.data(), requests_.data(), splits.size() * sizeof(RequestSplit),
+                                 cudaMemcpyDeviceToHost, stream));
+    CUTELAB_CUDA(cudaStreamSynchronize(stream));
+  }
+  std::vector<int> blocks;
+  for (const RequestSplit& r : splits) blocks.push_back(r.num_blocks);
+  return blocks;
+}
+
+Runner::Runner(const MlaDecodeDims& d, const DeviceInfo& dev, const TuneConfig& c, MainKernel main)
+    : dims_(d), config_(c), main_(main) {
+  CUTELAB_REQUIRE(d.dtype == DType::bf16 || d.dtype == DType::f16, main_.name, ": dtype must be bf16 or f16, got ",
+                  dtype_name(d.dtype));
+  CUTELAB_REQUIRE(d.b >= 1 && d.b <= kScheduleMaxBatch, main_.name, ": b = ", d.b, " outside [1, ", kScheduleMaxBatch,
+                  "]");
+  CUTELAB_REQUIRE(d.h_kv >= 1 && d.h_q % d.h_kv == 0, main_.name, ": h_q (", d.h_q,
+                  ") must be a multiple of h_kv (", d.h_kv, ")");
+  CUTELAB_REQUIRE(c.min_blocks_per_part >= 1, main_.name, ": min_blocks_per_part = ", c.min_blocks_per_part,
+                  " must be at least 1");
+  CUTELAB_REQUIRE(c.fixed_overhead_blocks >= 0, main_.name, ": fixed_overhead_blocks = ", c.fixed_overhead_blocks,
+                  " is negative");
+  m_tiles_ = ceil_div(d.s_q * (d.h_q / d.h_kv), kBlockM);
+  // One CTA per SM: the grid is (KV heads x M tiles) x parts.
+  num_parts_ = std::max(1, dev.sm_count / (d.h_kv * m_tiles_));
+  main_.set_attributes();
+}
+
+std::unique_ptr<StepPlan> Runner::make_step_plan() const {
+  return std::unique_ptr<StepPlan>(new StepPlan(dims_.b, num_parts_, dims_.h_kv, m_tiles_ * kBlockM));
+}
+
+void Runner::plan_step(StepPlan& plan, const TensorView& seqlens, cudaStream_t stream) const {
+  CUTELAB_REQUIRE(plan.max_batch_ == dims_.b && plan.num_parts_ == num_parts_ &&
+                      plan.rows_per_head_ == m_tiles_ * kBlockM,
+                  main_.name, ": this step plan was made by another runner (sized for b <= ", plan.max_batch_,
+                  ", ", plan.num_parts_, " parts)");
+  CUTELAB_REQUIRE(seqlens.dtype == DType::i32 && seqlens.rank() == 1, main_.name,
+                  ": seqlens must be a [b] int32 tensor, got ", seqlens.describe());
+  const int b = static_cast<int>(seqlens.shape[0]);
+  CUTELAB_REQUIRE(b >= 1 && b <= dims_.b, main_.name, ": batch ", b, " outside the 1..", dims_.b,
+                  " this runner was sized for");
+  CUTELAB_REQUIRE(seqlens.data != nullptr && is_aligned(seqlens.data, sizeof(int)) && seqlens.contiguous(),
+                  main_.name, ": seqlens must be a contiguous, 4-byte aligned device tensor, got ", seqlens.describe());
+  SplitSchedule s;
+  s.parts = static_cast<PartInfo*>(plan.parts_.data());
+  s.requests = static_cast<RequestSplit*>(plan.requests_.data());
+  s.num_parts = num_parts_;
+  s.fixed_overhead_blocks = config_.fixed_overhead_blocks;
+  s.min_blocks_per_part = config_.min_blocks_per_part;
+  s.reuse_error = static_cast<int*>(plan.error_flag_.data());
+  launch_split_schedule(seqlens.as<int>(), b, s, stream);
+  plan.b_ = b;
+  plan.seqlens_ = seqlens.data;
+}
+
+PreparedCall Runner::prepare(const StepPlan& plan, const MlaDecodeArgs& args, bool checked,
+                             cudaStream_t stream) const {
+  const MlaDecodeDims call = validate_args(args, checked, stream);
+  const MlaDecodeDims& d = dims_;
+  CUTELAB_REQUIRE(call.s_q == d.s_q && call.h_q == d.h_q && call.h_kv == d.h_kv && call.dtype == d.dtype, main_.name,
+                  ": call shape (s_q ", call.s_q, ", h_q ", call.h_q, ", h_kv ", call.h_kv, ", ", dtype_name(call.dtype),
+                  ") differs from the planned one (s_q ", d.s_q, ", h_q ", d.h_q, ", h_kv ", d.h_kv, ", ",
+                  dtype_name(d.dtype), ")");
+  CUTELAB_REQUIRE(plan.b_ > 0, main_.name, ": the step plan was never planned (call plan_step first)");
+  CUTELAB_REQUIRE(plan.max_batch_ == d.b && plan.num_parts_ == num_parts_, main_.name,
+                  ": this step plan was made by another runner");
+  CUTELAB_REQUIRE(call.b == plan.b_, main_.name, ": batch ", call.b, " differs from the batch ", plan.b_,
+                  " the step plan was made for");
+  CUTELAB_REQUIRE(args.seqlens.data == plan.seqlens_, main_.name, ": seqlens ", ptr_text(args.seqlens.data),
+                  " is not the tensor the step plan was made from (", ptr_text(plan.seqlens_), ")");
+  for (const auto& [name, view] : {std::pair<const char*, const TensorView*>{"q", &args.q},
+                                   {"kv_cache", &args.kv_cache},
+                                   {"block_table", &args.block_table},
+                                   {"out", &args.out},
+                                   {"lse", &args.lse}})
+    CUTELAB_REQUIRE(view->contiguous(), main_.name, ": ", name, " must be contiguous (row-major, no padding), got ",
+                    view->describe());
+  if (checked) {
+    // The lengths are read again here: validate_args checked them, this compares them with the plan.
+    std::vector<int> lens(static_cast<std::size_t>(call.b));
+    CUTELAB_CUDA(cudaMemcpyAsync(lens.data(), args.seqlens.data, lens.size() * sizeof(int), cudaMemcpyDeviceToHost,
+                                 stream));
+    const std::vector<int> planned = plan.planned_blocks(stream);
+    for (int i = 0; i < call.b; ++i)
+      CUTELAB_REQUIRE(planned_pages(lens[i]) == planned[i], main_.name, ": seqlens[", i, "] = ", lens[i], " needs ",
+                      planned_pages(lens[i]), " pages, the step plan was made for ", planned[i],
+                      ": call plan_step again after changing the lengths");
+  }
+
   Params p;
   p.q = args.q.data;
   p.out = args.out.data;
@@ -31,107 +165,45 @@ Params make_params(const LaunchState& st, const MlaDecodeArgs& args, const MlaDe
   p.max_blocks = call.max_blocks;
   p.heads_per_kv = d.h_q / d.h_kv;
   p.rows_per_head = d.s_q * p.heads_per_kv;
-  p.m_tiles = st.m_tiles;
+  p.m_tiles = m_tiles_;
   p.scale_log2 = call.scale * 1.4426950408889634f;  // log2(e): the kernels work in exp2
   p.causal = args.causal;
-  p.kv_cache_hint = st.config.kv_evict_first ? kEvictFirst : kEvictNormal;
-  p.schedule.parts = static_cast<PartInfo*>(st.parts.data());
-  p.schedule.requests = static_cast<RequestSplit*>(st.requests.data());
-  p.schedule.num_parts = st.num_parts;
-  p.schedule.fixed_overhead_blocks = st.config.fixed_overhead_blocks;
-  p.schedule.min_blocks_per_part = st.config.min_blocks_per_part;
-  p.partials.out = static_cast<float*>(st.partial_out.data());
-  p.partials.lse = static_cast<float*>(st.partial_lse.data());
-  p.partials.rows_per_head = st.m_tiles * kBlockM;
-  return p;
-}
-
-// KV cache as (576 columns, h_kv heads, 64 tokens, pages); one box = 64 columns x 64 tokens,
-// 128-byte swizzle (the layout the kernels' K tiles are declared with).
-CUtensorMap make_kv_map(const MlaDecodeArgs& args, const MlaDecodeDims& call) {
-  const std::uint64_t elem = dtype_size(call.dtype);
-  const std::uint64_t cols = kHeadDimQK, heads = call.h_kv, tokens = kPageSize;
-  return sm90::make_tiled_tensor_map<4>(
-      call.dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, args.kv_cache.data,
-      {cols, heads, tokens, static_cast<std::uint64_t>(call.num_blocks)},
-      {cols * elem, heads * cols * elem, tokens * heads * cols * elem}, {64u, 1u, static_cast<std::uint32_t>(tokens), 1u},
-      CU_TENSOR_MAP_SWIZZLE_128B);
-}
-
-}  // namespace
-
-std::string TuneConfig::name() const {
-  return concat("fo", fixed_overhead_blocks, "_mb", min_blocks_per_part, kv_evict_first ? "_evictfirst" : "_evictnormal");
-}
-
-LaunchState::LaunchState(const MlaDecodeDims& d, const DeviceInfo& dev, const TuneConfig& c) : dims(d), config(c) {
-  CUTELAB_REQUIRE(d.dtype == DType::bf16 || d.dtype == DType::f16, "paged_sm90: dtype must be bf16 or f16, got ",
-                  dtype_name(d.dtype));
-  CUTELAB_REQUIRE(d.b >= 1 && d.b <= kScheduleMaxBatch, "paged_sm90: b = ", d.b, " outside [1, ", kScheduleMaxBatch,
-                  "]");
-  CUTELAB_REQUIRE(d.h_kv >= 1 && d.h_q % d.h_kv == 0, "paged_sm90: h_q (", d.h_q, ") must be a multiple of h_kv (",
-                  d.h_kv, ")");
-  CUTELAB_REQUIRE(c.min_blocks_per_part >= 1, "paged_sm90: min_blocks_per_part = ", c.min_blocks_per_part,
-                  " must be at least 1");
-  CUTELAB_REQUIRE(c.fixed_overhead_blocks >= 0, "paged_sm90: fixed_overhead_blocks = ", c.fixed_overhead_blocks,
-                  " is negative");
-  const int rows = d.s_q * (d.h_q / d.h_kv);
-  m_tiles = ceil_div(rows, kBlockM);
-  // One CTA per SM: the grid is (KV heads x M tiles) x parts.
-  num_parts = std::max(1, dev.sm_count / (d.h_kv * m_tiles));
-  const std::size_t slots = 2 * static_cast<std::size_t>(num_parts);
-  const std::size_t partial_rows = slots * d.h_kv * m_tiles * kBlockM;
-  parts = DeviceBuffer(num_parts * sizeof(PartInfo));
-  requests = DeviceBuffer(d.b * sizeof(RequestSplit));
-  partial_out = DeviceBuffer(partial_rows * kHeadDimV * sizeof(float));
-  partial_lse = DeviceBuffer(partial_rows * sizeof(float));
-}
-
-Runner::Runner(const MlaDecodeDims& dims, const DeviceInfo& dev, const TuneConfig& config, MainKernel main)
-    : state_(std::make_shared<LaunchState>(dims, dev, config)), main_(main) {
-  main_.set_attributes();
-}
-
-PreparedCall Runner::prepare(const MlaDecodeArgs& args) const {
-  const MlaDecodeDims call = validate_args(args, /*checked=*/false);
-  const MlaDecodeDims& d = state_->dims;
-  CUTELAB_REQUIRE(call.b <= d.b, main_.name, ": batch ", call.b, " exceeds the ", d.b, " this object was sized for");
-  CUTELAB_REQUIRE(call.s_q == d.s_q && call.h_q == d.h_q && call.h_kv == d.h_kv && call.dtype == d.dtype, main_.name,
-                  ": call shape (s_q ", call.s_q, ", h_q ", call.h_q, ", h_kv ", call.h_kv, ", ", dtype_name(call.dtype),
-                  ") differs from the planned one (s_q ", d.s_q, ", h_q ", d.h_q, ", h_kv ", d.h_kv, ", ",
-                  dtype_name(d.dtype), ")");
-  for (const auto& [name, view] : {std::pair<const char*, const TensorView*>{"q", &args.q},
-                                   {"kv_cache", &args.kv_cache},
-                                   {"block_table", &args.block_table},
-                                   {"out", &args.out},
-                                   {"lse", &args.lse}})
-    CUTELAB_REQUIRE(view->contiguous(), main_.name, ": ", name, " must be contiguous (row-major, no padding), got ",
-                    view->describe());
-  return PreparedCall{make_params(*state_, args, call), make_kv_map(args, call), call, args.out.data};
+  p.kv_cache_hint = config_.kv_evict_first ? kEvictFirst : kEvictNormal;
+  p.schedule.parts = static_cast<PartInfo*>(plan.parts_.data());
+  p.schedule.requests = static_cast<RequestSplit*>(plan.requests_.data());
+  p.schedule.num_parts = num_parts_;
+  p.schedule.fixed_overhead_blocks = config_.fixed_overhead_blocks;
+  p.schedule.min_blocks_per_part = config_.min_blocks_per_part;
+  p.schedule.reuse_error = static_cast<int*>(plan.error_flag_.data());
+  p.partials.out = static_cast<float*>(plan.partial_out_.data());
+  p.partials.lse = static_cast<float*>(plan.partial_lse_.data());
+  p.partials.rows_per_head = plan.rows_per_head_;
+  return PreparedCall{p, make_kv_map(args, call), call, args.out.data};
 }
 
 void Runner::launch(const PreparedCall& call, cudaStream_t stream) const {
   const Params& p = call.params;
-  const MlaDecodeDims& d = state_->dims;
-  launch_split_schedule(p.seqlens, call.dims.b, p.schedule, stream);
-  main_.launch(p, call.kv_map, dim3(d.h_kv * state_->m_tiles, state_->num_parts, 1), stream);
+  main_.launch(p, call.kv_map, dim3(dims_.h_kv * m_tiles_, num_parts_, 1), stream);
   CombineArgs c;
   c.out = call.out;
   c.lse = p.lse;
   c.requests = p.schedule.requests;
+  c.seqlens = p.seqlens;
+  c.reuse_error = p.schedule.reuse_error;
   c.partials = p.partials;
   c.b = call.dims.b;
-  c.s_q = d.s_q;
-  c.h_q = d.h_q;
-  c.h_kv = d.h_kv;
-  c.dtype = d.dtype;
+  c.s_q = dims_.s_q;
+  c.h_q = dims_.h_q;
+  c.h_kv = dims_.h_kv;
+  c.dtype = dims_.dtype;
   launch_split_combine(c, stream);
 }
 
 std::vector<FunctionResources> Runner::resources() const {
-  std::vector<FunctionResources> out{read_resources(main_.function, main_.name, kThreads, main_.shared_bytes)};
-  const MlaDecodeDims& d = state_->dims;
-  for (FunctionResources& r : split_kernel_resources(d.dtype, d.b, d.s_q, d.h_q)) out.push_back(std::move(r));
+  std::vector<FunctionResources> out{
+      read_resources(main_.function, main_.name, main_.block_threads, main_.shared_bytes)};
+  for (FunctionResources& r : split_kernel_resources(dims_.dtype, dims_.b, dims_.s_q, dims_.h_q))
+    out.push_back(std::move(r));
   return out;
 }
 

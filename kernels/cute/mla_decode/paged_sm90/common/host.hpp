@@ -1,7 +1,8 @@
 #pragma once
-// Host side every paged_sm90 version shares, free of CuTe: tuning knobs, scratch sized once,
-// kernel parameters and the KV tensor map of a call, and the runner that launches
-// schedule -> the version's main kernel -> combine.
+// Host side every paged_sm90 version shares, free of CuTe: tuning knobs, the plan of a decode
+// step (split schedule + split scratch, made once per step and reused by every layer), kernel
+// parameters and the KV tensor map of a call, and the runner that launches
+// [schedule ->] the version's main kernel -> combine.
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -19,8 +20,7 @@
 
 namespace cutelab::mla::paged_sm90 {
 
-inline constexpr int kBlockM = 64;    // packed query rows per CTA (every version)
-inline constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
+inline constexpr int kBlockM = 64;  // packed query rows per CTA (every version)
 
 // Run-time knobs the tuner varies (no recompilation).
 struct TuneConfig {
@@ -31,25 +31,43 @@ struct TuneConfig {
   [[nodiscard]] std::string name() const;
 };
 
-// Scratch and launch geometry, sized when the plan is made.
-struct LaunchState {
-  LaunchState(const MlaDecodeDims& dims, const DeviceInfo& dev, const TuneConfig& config);
-
-  MlaDecodeDims dims;  // the largest batch served; heads, s_q and dtype must match every call
-  TuneConfig config;
-  int m_tiles = 0;
-  int num_parts = 0;
-  DeviceBuffer parts, requests, partial_out, partial_lse;
-};
-
 // One version's main kernel for one element type. It is launched as a programmatic dependent
-// of the schedule kernel and must call sm90::wait_for_prior_grid() before reading the schedule.
+// of whatever precedes it in the stream (the schedule kernel, or a previous layer) and must call
+// sm90::wait_for_prior_grid() before reading the schedule.
 struct MainKernel {
   const char* name = "";
   const void* function = nullptr;
   std::size_t shared_bytes = 0;
+  int block_threads = 0;
   void (*set_attributes)() = nullptr;  // raises the dynamic shared-memory limit (plan time)
   void (*launch)(const Params&, const CUtensorMap&, dim3 grid, cudaStream_t) = nullptr;
+};
+
+// The plan of one decode step: the split schedule of its lengths and the scratch its split
+// requests write partials into. Made once (device buffers sized for the runner's largest batch),
+// refilled by Runner::plan_step at every step, read by every layer's call of that step. A plan
+// serves one stream at a time (its layers run one after another).
+class StepPlan {
+ public:
+  // Batch and lengths tensor of the last plan_step (0 / null before the first).
+  [[nodiscard]] int batch() const noexcept { return b_; }
+  [[nodiscard]] const void* seqlens() const noexcept { return seqlens_; }
+  // Whether a call since the last plan_step met lengths whose page counts differ from the ones
+  // planned (its outputs for those requests were written as NaN). Synchronizes `stream`.
+  // Returns the problem in words, or an empty string.
+  [[nodiscard]] std::string reuse_error(cudaStream_t stream) const;
+  // The planned page count of each request (a device read; synchronizes `stream`).
+  [[nodiscard]] std::vector<int> planned_blocks(cudaStream_t stream) const;
+
+ private:
+  friend class Runner;
+  StepPlan(int max_batch, int num_parts, int h_kv, int rows_per_head);
+
+  int max_batch_ = 0, num_parts_ = 0;
+  int b_ = 0;
+  const void* seqlens_ = nullptr;
+  int rows_per_head_ = 0;  // partial rows per slot and KV head (M tiles x 64)
+  DeviceBuffer parts_, requests_, partial_out_, partial_lse_, error_flag_;
 };
 
 // Everything one call needs, checked and encoded once: a launch only enqueues kernels.
@@ -60,19 +78,38 @@ struct PreparedCall {
   void* out = nullptr;
 };
 
-// The host API object of a design. prepare() validates the arguments (host-side checks only: no
-// device reads, no sync), rejects views the kernels cannot address (they need contiguous q, KV
-// cache, block table, out and lse) and encodes the call; launch() only enqueues its kernels.
+// The host API object of a design for one model shape (s_q, h_q, h_kv, dtype) and batches up to
+// dims.b. Per decode step: plan_step(plan, seqlens) enqueues the schedule. Per layer: prepare()
+// validates the arguments against the shape and the plan (host-side checks only unless `checked`:
+// no device reads, no sync), rejects views the kernels cannot address (they need contiguous q,
+// KV cache, block table, out and lse) and encodes the call; launch() only enqueues main +
+// combine. run() is prepare + launch; a lengths change that alters a request's page count
+// without a new plan_step is caught on the device (outputs NaN, StepPlan::reuse_error says it)
+// or, in checked mode, refused before anything runs.
 class Runner {
  public:
   Runner(const MlaDecodeDims& dims, const DeviceInfo& dev, const TuneConfig& config, MainKernel main);
-  [[nodiscard]] PreparedCall prepare(const MlaDecodeArgs& args) const;
+
+  [[nodiscard]] std::unique_ptr<StepPlan> make_step_plan() const;
+  // Enqueues the split schedule of `seqlens` ([b] int32, b <= the runner's batch) into `plan`.
+  void plan_step(StepPlan& plan, const TensorView& seqlens, cudaStream_t stream) const;
+
+  [[nodiscard]] PreparedCall prepare(const StepPlan& plan, const MlaDecodeArgs& args, bool checked = false,
+                                     cudaStream_t stream = nullptr) const;
   void launch(const PreparedCall& call, cudaStream_t stream) const;
+  void run(const StepPlan& plan, const MlaDecodeArgs& args, cudaStream_t stream) const {
+    launch(prepare(plan, args), stream);
+  }
+
+  [[nodiscard]] const MlaDecodeDims& dims() const noexcept { return dims_; }
   [[nodiscard]] std::vector<FunctionResources> resources() const;
 
  private:
-  std::shared_ptr<LaunchState> state_;
+  MlaDecodeDims dims_;  // the largest batch served; heads, s_q and dtype must match every call
+  TuneConfig config_;
   MainKernel main_;
+  int m_tiles_ = 0;
+  int num_parts_ = 0;
 };
 
 }  // namespace cutelab::mla::paged_sm90

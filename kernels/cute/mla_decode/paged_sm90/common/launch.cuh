@@ -1,7 +1,7 @@
 #pragma once
 // Host launch of a paged_sm90 design's main kernel: the shared-memory attribute (set when the
 // Runner is made), the launch itself (grid from the Runner, programmatic dependent launch after
-// the schedule kernel).
+// whatever precedes it: the schedule kernel, or the previous layer).
 
 #include <cuda.h>
 
@@ -27,7 +27,7 @@ void launch_main(const Params& p, const CUtensorMap& kv_map, dim3 grid, cudaStre
 
 template <class Traits, auto kKernel>
 [[nodiscard]] MainKernel make_main_kernel(const char* name) {
-  return {name, reinterpret_cast<const void*>(kKernel), sizeof(typename Traits::SharedStorage),
+  return {name, reinterpret_cast<const void*>(kKernel), sizeof(typename Traits::SharedStorage), Traits::kThreads,
           &set_attributes<Traits, kKernel>, &launch_main<Traits, kKernel>};
 }
 

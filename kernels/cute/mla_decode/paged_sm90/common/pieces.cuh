@@ -37,12 +37,17 @@ CUTE_DEVICE void write_piece(const Params& p, int req, int kv_head, int m_tile, 
   const RequestSplit rs = p.schedule.requests[req];
   const bool split = rs.num_splits > 1;
   const int slot = rs.split_offset + part - rs.first_part;
+  // The call's length needs another page count than the plan covered: refuse loudly (NaN).
+  const bool stale = planned_pages(p.seqlens[req]) != rs.num_blocks;
+  if (stale && p.schedule.reuse_error && threadIdx.x % 128 == 0) *p.schedule.reuse_error = 1;
   float inv[2], lse[2];
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {
     const bool any = row_sum[h] > 0.f;
-    inv[h] = any ? 1.f / row_sum[h] : 0.f;
-    lse[h] = any ? (row_max[h] + log2f(row_sum[h])) * 0.69314718055994530942f : (split ? -INFINITY : INFINITY);
+    inv[h] = stale ? NAN : any ? 1.f / row_sum[h] : 0.f;
+    lse[h] = stale ? NAN
+             : any ? (row_max[h] + log2f(row_sum[h])) * 0.69314718055994530942f
+                   : (split ? -INFINITY : INFINITY);
   }
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {

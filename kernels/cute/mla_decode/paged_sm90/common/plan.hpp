@@ -5,8 +5,9 @@
 //   struct Version {
 //     static KernelId id();  static std::string summary();
 //     static paged_sm90::MainKernel main_kernel(DType);
-//     static constexpr int kRegistersPerSm;   // after setmaxnreg
-//     static constexpr int kStages;
+//     static constexpr int kRegistersPerSm;   // registers one CTA needs (after setmaxnreg, if any)
+//     static constexpr int kThreads, kStages;
+//     static constexpr int kMinBlocksPerPart[N];  // the schedule's shortest-part values to tune over
 //   };
 
 #include <memory>
@@ -29,7 +30,7 @@ struct PlanConfig {
             {"kv_evict_first", tune.kv_evict_first},
             {"min_blocks_per_part", tune.min_blocks_per_part},
             {"block_m", kBlockM},
-            {"threads", kThreads},
+            {"threads", Version::kThreads},
             {"stages", Version::kStages}};
   }
   [[nodiscard]] std::optional<std::string> validate(const MlaDecodeProblem& p, const DeviceInfo& dev) const {
@@ -39,8 +40,7 @@ struct PlanConfig {
     if (smem > dev.smem_per_block_optin)
       return concat("needs ", smem, " B of shared memory per block, the device allows ", dev.smem_per_block_optin);
     if (Version::kRegistersPerSm > dev.regs_per_sm)
-      return concat("needs ", Version::kRegistersPerSm, " registers per SM after setmaxnreg, the device has ",
-                    dev.regs_per_sm);
+      return concat("needs ", Version::kRegistersPerSm, " registers per SM, the device has ", dev.regs_per_sm);
     if (dev.sm_count < 1) return std::string("device reports no SMs");
     if (tune.fixed_overhead_blocks < 0) return concat("fixed_overhead_blocks ", tune.fixed_overhead_blocks, " < 0");
     if (tune.min_blocks_per_part < 1) return concat("min_blocks_per_part ", tune.min_blocks_per_part, " < 1");
@@ -62,18 +62,30 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>> {
     std::vector<Config> configs;
     for (bool evict_first : {true, false})
       for (int fixed : {2, 8})
-        for (int min_blocks : {1, 8}) configs.push_back(Config{TuneConfig{fixed, evict_first, min_blocks}});
+        for (int min_blocks : Version::kMinBlocksPerPart)
+          configs.push_back(Config{TuneConfig{fixed, evict_first, min_blocks}});
     return configs;
   }
 
+  // setup = the split schedule of the workspace's lengths (once per decode step);
+  // launch_reusing_setup = main kernel + combine (every layer); launch = both.
   [[nodiscard]] Kernel make_kernel(const MlaDecodeProblem&, const Config& c, MlaDecodeWorkspace& ws,
                                    const DeviceInfo& dev) const override {
     // Checked once here (reads seqlens and block ids); the launch path itself never syncs.
     const MlaDecodeDims dims = checked_dims(ws);
     auto runner = std::make_shared<const Runner>(dims, dev, c.tune, Version::main_kernel(dims.dtype));
+    std::shared_ptr<StepPlan> step = runner->make_step_plan();
+    const TensorView seqlens = ws.seqlens.view();
+    runner->plan_step(*step, seqlens, nullptr);
     // The workspace's arguments never change: check and encode them once, launch only.
+    const PreparedCall call = runner->prepare(*step, ws.args());
     Kernel k;
-    k.launch = [runner, call = runner->prepare(ws.args())](cudaStream_t stream) { runner->launch(call, stream); };
+    k.setup = [runner, step, seqlens](cudaStream_t stream) { runner->plan_step(*step, seqlens, stream); };
+    k.launch_reusing_setup = [runner, step, call](cudaStream_t stream) { runner->launch(call, stream); };
+    k.launch = [runner, step, seqlens, call](cudaStream_t stream) {
+      runner->plan_step(*step, seqlens, stream);
+      runner->launch(call, stream);
+    };
     k.resources = runner->resources();
     return k;
   }

@@ -15,6 +15,7 @@
 
 #include "cute/mla_decode/paged_sm90/common/pieces.cuh"
 #include "mla_decode/common/problem.hpp"
+#include "cutelab/device/sm90/opaque.cuh"
 #include "cutelab/device/sm90/pdl.cuh"
 
 namespace cutelab::mla::paged_sm90 {
@@ -79,7 +80,8 @@ template <class Traits>
 CUTE_DEVICE void load_q_tile(const Params& p, typename Traits::SharedStorage& smem, int req, int kv_head, int m_tile) {
   using namespace cute;
   using Element = typename Traits::Element;
-  Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{});  // (BLK_M,COLS)
+  // An opaque base: the store addresses are made here, not hoisted out of the piece loop (and spilled).
+  Tensor sQ = make_tensor(make_smem_ptr(sm90::opaque(smem.q.data())), typename Traits::SmemLayoutQ{});  // (BLK_M,COLS)
   constexpr int kVecs = size<1>(typename Traits::SmemLayoutQ{}) / 8;
   for (int idx = threadIdx.x - 128; idx < Traits::kBlockM * kVecs; idx += Traits::kConsumerThreads) {
     const int r = idx / kVecs, v = idx % kVecs;

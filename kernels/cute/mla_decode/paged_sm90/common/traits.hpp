@@ -33,7 +33,7 @@ struct TraitsConstants {
   static constexpr int kTileElements = kBlockN * kHeadDimQK;
   static constexpr int kVHalfOffset = kVColsPerWarpgroup / kChunk * kBlockN * kChunk;  // elements
 
-  static_assert(kThreads == paged_sm90::kThreads && kBlockM == paged_sm90::kBlockM);
+  static_assert(kBlockM == paged_sm90::kBlockM);
   static_assert(kHeadDimQK % kChunk == 0 && kHeadDimV % (kChunk * kConsumerWarpgroups) == 0);
   // Register budget of setmaxnreg: 65536 registers per SM, one CTA.
   static_assert(128 * (kProducerRegisters + kConsumerWarpgroups * kConsumerRegisters) <= 65536);

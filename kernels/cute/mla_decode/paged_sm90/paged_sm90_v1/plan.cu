@@ -16,7 +16,9 @@ struct Version {
   }
   static paged_sm90::MainKernel main_kernel(DType dtype) { return paged_sm90_v1::main_kernel(dtype); }
   static constexpr int kRegistersPerSm = 128 * (T::kProducerRegisters + T::kConsumerWarpgroups * T::kConsumerRegisters);
+  static constexpr int kThreads = T::kThreads;
   static constexpr int kStages = T::kStages;
+  static constexpr int kMinBlocksPerPart[] = {1, 8};
 };
 
 CUTELAB_REGISTER_PLAN(paged_sm90::VersionPlan<Version>);

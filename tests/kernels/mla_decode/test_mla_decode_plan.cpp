@@ -1,0 +1,209 @@
+// The plan / run split of the paged_sm90 host API on the GPU, for every version that uses it:
+// one step plan serving several layers (other q and KV, same lengths), plans refused when reused
+// wrongly (other batch, other lengths tensor, lengths whose page counts changed, other shape),
+// and bitwise-identical outputs over repeated runs of one config.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cute/mla_decode/paged_sm90/common/host.hpp"
+#include "cute/mla_decode/paged_sm90/paged_sm90_v1/api.hpp"
+#include "cute/mla_decode/paged_sm90/paged_sm90_v2/api.hpp"
+#include "cutelab/core/error.hpp"
+#include "cutelab/runtime/check.hpp"
+#include "kernels/mla_decode/mla_test_util.hpp"
+#include "mla_decode/common/plan_base.hpp"
+#include "mla_decode/common/workspace.hpp"
+#include "mla_decode/reference/reference.hpp"
+
+namespace cutelab::mla {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Version {
+  std::string name;
+  paged_sm90::MainKernel (*main_kernel)(DType);
+};
+
+void PrintTo(const Version& v, std::ostream* os) { *os << v.name; }
+
+std::vector<Version> versions() {
+  return {{"paged_sm90_v1", [](DType d) { return paged_sm90_v1::main_kernel(d); }},
+          {"paged_sm90_v2", [](DType d) { return paged_sm90_v2::main_kernel(d); }}};
+}
+
+class MlaDecodeStepPlan : public ::testing::TestWithParam<Version> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+    if (auto mismatch = arch_mismatch({9, 0, true}, device())) GTEST_SKIP() << *mismatch;
+  }
+  [[nodiscard]] paged_sm90::Runner runner(const MlaDecodeWorkspace& ws, paged_sm90::TuneConfig config = {}) const {
+    return paged_sm90::Runner(validate_args(ws.args(), /*checked=*/false), device(), config,
+                              GetParam().main_kernel(ws.spec().dtype));
+  }
+};
+
+// Both outputs of `ws` against the fp32 reference of `args` (which may differ from ws.args()).
+void expect_matches_reference(const MlaDecodeWorkspace& ws, const MlaDecodeArgs& args, const std::string& what) {
+  DeviceTensor out(DType::f32, ws.out.shape()), lse(DType::f32, ws.lse.shape());
+  reference_gpu(args, out.as<float>(), lse.as<float>());
+  CUTELAB_CUDA_LAUNCH();
+  CUTELAB_CUDA(cudaDeviceSynchronize());
+  const std::vector<std::vector<float>> ref = {copy_to_host<float>(out.view()), copy_to_host<float>(lse.view())};
+  const std::vector<OutputSpec> outputs = ws.outputs();
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const std::vector<std::uint8_t> got = copy_to_host_bytes(outputs[i].view);
+    const CheckResult r = check_output(outputs[i].name, outputs[i].view.dtype, got.data(), ref[i], outputs[i].tol);
+    EXPECT_TRUE(r.passed) << what << ": " << r.reason << "\n  " << r.to_json().dump();
+  }
+}
+
+MlaDecodeCase step_case() { return make_case(5, 2, 64, 1, true, DType::bf16, {100, 64, 0, 700, 1}); }
+
+// One plan, three layers: other q, KV cache and page order, the same lengths tensor.
+TEST_P(MlaDecodeStepPlan, OnePlanServesEveryLayerOfAStep) {
+  std::vector<std::unique_ptr<MlaDecodeWorkspace>> layers;
+  for (std::uint64_t seed : {51, 52, 53}) layers.push_back(std::make_unique<MlaDecodeWorkspace>(step_case(), seed));
+  const paged_sm90::Runner r = runner(*layers[0]);
+  std::unique_ptr<paged_sm90::StepPlan> plan = r.make_step_plan();
+  r.plan_step(*plan, layers[0]->seqlens.view(), nullptr);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    MlaDecodeArgs args = layers[l]->args();
+    args.seqlens = layers[0]->seqlens.view();  // equal values; the plan's tensor
+    layers[l]->poison(nullptr);
+    r.run(*plan, args, nullptr);
+    CUTELAB_CUDA(cudaDeviceSynchronize());
+    expect_matches_reference(*layers[l], args, concat("layer ", l));
+  }
+  EXPECT_EQ(plan->reuse_error(nullptr), "");
+}
+
+TEST_P(MlaDecodeStepPlan, RefusesAnotherBatchOrLengthsTensorOrShape) {
+  MlaDecodeWorkspace ws(step_case(), 61);
+  const paged_sm90::Runner r = runner(ws);
+  std::unique_ptr<paged_sm90::StepPlan> plan = r.make_step_plan();
+  MlaDecodeArgs args = ws.args();
+  try {
+    (void)r.prepare(*plan, args);
+    ADD_FAILURE() << "a plan never planned was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_THAT(e.message(), HasSubstr("never planned"));
+  }
+  r.plan_step(*plan, ws.seqlens.view(), nullptr);
+  EXPECT_NO_THROW((void)r.prepare(*plan, args));
+
+  MlaDecodeWorkspace smaller(make_case(4, 2, 64, 1, true, DType::bf16, {100, 64, 0, 700}), 62);
+  try {
+    (void)r.prepare(*plan, smaller.args());
+    ADD_FAILURE() << "another batch was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_THAT(e.message(), HasSubstr("batch 4 differs from the batch 5 the step plan was made for"));
+  }
+  MlaDecodeWorkspace twin(step_case(), 63);  // same lengths, another tensor
+  try {
+    (void)r.prepare(*plan, twin.args());
+    ADD_FAILURE() << "another lengths tensor was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_THAT(e.message(), HasSubstr("is not the tensor the step plan was made from"));
+  }
+  MlaDecodeWorkspace other_heads(make_case(5, 2, 32, 1, true, DType::bf16, {100, 64, 0, 700, 1}), 64);
+  MlaDecodeArgs heads_args = other_heads.args();
+  heads_args.seqlens = ws.seqlens.view();
+  try {
+    (void)r.prepare(*plan, heads_args);
+    ADD_FAILURE() << "another head count was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_THAT(e.message(), HasSubstr("differs from the planned one"));
+  }
+  // A lengths tensor of another batch cannot be planned by a runner sized for fewer requests.
+  const paged_sm90::Runner small_runner = runner(smaller);
+  std::unique_ptr<paged_sm90::StepPlan> small_plan = small_runner.make_step_plan();
+  EXPECT_THROW(small_runner.plan_step(*small_plan, ws.seqlens.view(), nullptr), UsageError);
+}
+
+// Lengths rewritten after plan_step. Same page counts: served, and correct for the new lengths.
+// Other page counts: checked mode refuses before anything runs; unchecked mode writes NaN for
+// exactly those requests and says so through reuse_error().
+TEST_P(MlaDecodeStepPlan, LengthsChangedAfterPlanning) {
+  MlaDecodeWorkspace ws(step_case(), 71);
+  const paged_sm90::Runner r = runner(ws);
+  std::unique_ptr<paged_sm90::StepPlan> plan = r.make_step_plan();
+  r.plan_step(*plan, ws.seqlens.view(), nullptr);
+
+  const std::vector<int> same_pages = {90, 63, 0, 641, 1};  // 2, 1, 0, 11, 1 pages as planned
+  ws.seqlens.upload(same_pages.data(), same_pages.size() * sizeof(int));
+  ws.poison(nullptr);
+  EXPECT_NO_THROW((void)r.prepare(*plan, ws.args(), /*checked=*/true));
+  r.run(*plan, ws.args(), nullptr);
+  CUTELAB_CUDA(cudaDeviceSynchronize());
+  expect_matches_reference(ws, ws.args(), "same page counts");
+  EXPECT_EQ(plan->reuse_error(nullptr), "");
+
+  const std::vector<int> other_pages = {100, 65, 0, 700, 1};  // request 1: 2 pages, planned 1
+  ws.seqlens.upload(other_pages.data(), other_pages.size() * sizeof(int));
+  ws.poison(nullptr);
+  CUTELAB_CUDA(cudaDeviceSynchronize());
+  try {
+    (void)r.prepare(*plan, ws.args(), /*checked=*/true);
+    ADD_FAILURE() << "checked mode accepted lengths of other page counts";
+  } catch (const UsageError& e) {
+    EXPECT_THAT(e.message(), HasSubstr("seqlens[1] = 65 needs 2 pages, the step plan was made for 1"));
+  }
+  r.run(*plan, ws.args(), nullptr);
+  CUTELAB_CUDA(cudaDeviceSynchronize());
+  EXPECT_THAT(plan->reuse_error(nullptr), HasSubstr("page counts differ"));
+  const std::vector<float> out = copy_to_host_float(ws.out.view());
+  const std::size_t row = static_cast<std::size_t>(ws.spec().s_q) * ws.spec().h_q * kHeadDimV;
+  for (int req = 0; req < ws.spec().b; ++req) {
+    int nans = 0;
+    for (std::size_t i = req * row; i < (req + 1) * row; ++i) nans += std::isnan(out[i]) ? 1 : 0;
+    if (req == 1)
+      EXPECT_EQ(nans, static_cast<int>(row)) << "request 1 (stale) must be NaN";
+    else
+      EXPECT_EQ(nans, 0) << "request " << req << " (unchanged) must not be NaN";
+  }
+  // A new plan_step clears the error and serves the new lengths.
+  r.plan_step(*plan, ws.seqlens.view(), nullptr);
+  ws.poison(nullptr);
+  r.run(*plan, ws.args(), nullptr);
+  CUTELAB_CUDA(cudaDeviceSynchronize());
+  EXPECT_EQ(plan->reuse_error(nullptr), "");
+}
+
+// Every config, run twice on the same inputs: the same bytes (no atomics, fixed merge order).
+TEST_P(MlaDecodeStepPlan, RepeatedRunsAreBitwiseIdentical) {
+  MlaDecodeWorkspace ws(make_case(3, 1, 128, 1, false, DType::bf16, {4096, 777, 3000}), 81);
+  for (int fixed : {2, 8})
+    for (int min_blocks : {1, 4}) {
+      const paged_sm90::Runner r = runner(ws, paged_sm90::TuneConfig{fixed, true, min_blocks});
+      std::unique_ptr<paged_sm90::StepPlan> plan = r.make_step_plan();
+      r.plan_step(*plan, ws.seqlens.view(), nullptr);
+      std::vector<std::vector<std::uint8_t>> runs;
+      for (int rep = 0; rep < 3; ++rep) {
+        ws.poison(nullptr);
+        r.run(*plan, ws.args(), nullptr);
+        CUTELAB_CUDA(cudaDeviceSynchronize());
+        std::vector<std::uint8_t> bytes = copy_to_host_bytes(ws.out.view());
+        const std::vector<std::uint8_t> lse = copy_to_host_bytes(ws.lse.view());
+        bytes.insert(bytes.end(), lse.begin(), lse.end());
+        runs.push_back(std::move(bytes));
+      }
+      EXPECT_EQ(runs[0], runs[1]) << "fixed " << fixed << " min_blocks " << min_blocks;
+      EXPECT_EQ(runs[0], runs[2]) << "fixed " << fixed << " min_blocks " << min_blocks;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(PagedSm90, MlaDecodeStepPlan, ::testing::ValuesIn(versions()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace cutelab::mla
