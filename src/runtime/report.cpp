@@ -354,16 +354,21 @@ std::string render_suite(const std::vector<RunResult>& runs) { return render_sui
 std::string render_suite(const std::vector<RunResult>& runs,
                          const std::vector<std::optional<Anchor>>& anchors) {
   // Show only the parameters that differ between rows; the rest is printed once above.
+  // A parameter some rows leave unset (an optional list such as lens) varies too.
   std::map<std::string, std::set<std::string>> seen;
+  std::map<std::string, std::size_t> rows_with;
   std::set<std::string> problems;
   for (const RunResult& r : runs) {
     problems.insert(r.problem.key());
-    for (const auto& [name, value] : r.problem.values()) seen[name].insert(value_text(value));
+    for (const auto& [name, value] : r.problem.values()) {
+      seen[name].insert(value_text(value));
+      ++rows_with[name];
+    }
   }
   std::set<std::string> varying;
   std::string common;
   for (const auto& [name, values] : seen) {
-    if (values.size() > 1) {
+    if (values.size() > 1 || rows_with[name] != runs.size()) {
       varying.insert(name);
     } else {
       common += (common.empty() ? "" : ",") + name + "=" + *values.begin();

@@ -150,6 +150,18 @@ TEST(RenderSuite, ShowsVaryingParametersAnchorsAndNotes) {
   EXPECT_EQ(render_suite(runs).find("anchor"), std::string::npos);
 }
 
+// A parameter only some rows set (an optional list such as MLA's lens) is not common to all.
+TEST(RenderSuite, AParameterSomeRowsLeaveUnsetVaries) {
+  std::vector<RunResult> runs = {sample_run(200.0, true), sample_run(100.0, true)};
+  runs[1].problem = Problem(
+      "rmsnorm",
+      {{"rows", std::int64_t{16384}}, {"cols", std::int64_t{8192}}, {"lens", IntegerList{4641, 45118}}});
+  const std::string text = render_suite(runs);
+  EXPECT_NE(text.find("all problems: cols=8192,rows=16384"), std::string::npos) << text;
+  EXPECT_EQ(text.find("all problems: cols=8192,lens"), std::string::npos) << text;
+  EXPECT_NE(text.find("lens=[4641,45118]"), std::string::npos) << text;
+}
+
 TimingStats stats_at(double median_us, int n = 100) {
   TimingStats t;
   t.median_us = median_us;

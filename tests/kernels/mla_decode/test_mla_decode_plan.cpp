@@ -8,8 +8,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cute/mla_decode/paged_sm90/common/host.hpp"
@@ -128,6 +130,18 @@ TEST_P(MlaDecodeStepPlan, RefusesAnotherBatchOrLengthsTensorOrShape) {
   const paged_sm90::Runner small_runner = runner(smaller);
   std::unique_ptr<paged_sm90::StepPlan> small_plan = small_runner.make_step_plan();
   EXPECT_THROW(small_runner.plan_step(*small_plan, ws.seqlens.view(), nullptr), UsageError);
+  // A plan of a runner of another shape: its partial scratch is laid out for other rows.
+  const paged_sm90::Runner heads_runner = runner(other_heads);
+  for (const auto& [what, call] : std::vector<std::pair<std::string, std::function<void()>>>{
+           {"plan_step", [&] { heads_runner.plan_step(*plan, ws.seqlens.view(), nullptr); }},
+           {"prepare", [&] { (void)heads_runner.prepare(*plan, heads_args); }}}) {
+    try {
+      call();
+      ADD_FAILURE() << what << " accepted a plan made by a runner of another shape";
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.message(), HasSubstr("made by a runner of another shape")) << what;
+    }
+  }
 }
 
 // Lengths rewritten after plan_step. Same page counts: served, and correct for the new lengths.
@@ -148,7 +162,7 @@ TEST_P(MlaDecodeStepPlan, LengthsChangedAfterPlanning) {
   expect_matches_reference(ws, ws.args(), "same page counts");
   EXPECT_EQ(plan->reuse_error(nullptr), "");
 
-  const std::vector<int> other_pages = {100, 65, 0, 700, 1};  // request 1: 2 pages, planned 1
+  const std::vector<int> other_pages = {100, 64, 0, 640, 1};  // request 3: 10 pages, planned 11
   ws.seqlens.upload(other_pages.data(), other_pages.size() * sizeof(int));
   ws.poison(nullptr);
   CUTELAB_CUDA(cudaDeviceSynchronize());
@@ -156,7 +170,7 @@ TEST_P(MlaDecodeStepPlan, LengthsChangedAfterPlanning) {
     (void)r.prepare(*plan, ws.args(), /*checked=*/true);
     ADD_FAILURE() << "checked mode accepted lengths of other page counts";
   } catch (const UsageError& e) {
-    EXPECT_THAT(e.message(), HasSubstr("seqlens[1] = 65 needs 2 pages, the step plan was made for 1"));
+    EXPECT_THAT(e.message(), HasSubstr("seqlens[3] = 640 needs 10 pages, the step plan was made for 11"));
   }
   r.run(*plan, ws.args(), nullptr);
   CUTELAB_CUDA(cudaDeviceSynchronize());
@@ -166,8 +180,8 @@ TEST_P(MlaDecodeStepPlan, LengthsChangedAfterPlanning) {
   for (int req = 0; req < ws.spec().b; ++req) {
     int nans = 0;
     for (std::size_t i = req * row; i < (req + 1) * row; ++i) nans += std::isnan(out[i]) ? 1 : 0;
-    if (req == 1)
-      EXPECT_EQ(nans, static_cast<int>(row)) << "request 1 (stale) must be NaN";
+    if (req == 3)
+      EXPECT_EQ(nans, static_cast<int>(row)) << "request 3 (stale) must be NaN";
     else
       EXPECT_EQ(nans, 0) << "request " << req << " (unchanged) must not be NaN";
   }
@@ -177,6 +191,7 @@ TEST_P(MlaDecodeStepPlan, LengthsChangedAfterPlanning) {
   r.run(*plan, ws.args(), nullptr);
   CUTELAB_CUDA(cudaDeviceSynchronize());
   EXPECT_EQ(plan->reuse_error(nullptr), "");
+  expect_matches_reference(ws, ws.args(), "lengths re-planned");
 }
 
 // Every config, run twice on the same inputs: the same bytes (no atomics, fixed merge order).

@@ -36,13 +36,16 @@ std::string TuneConfig::name() const {
   return concat("fo", fixed_overhead_blocks, "_mb", min_blocks_per_part, kv_evict_first ? "_evictfirst" : "_evictnormal");
 }
 
-StepPlan::StepPlan(int max_batch, int num_parts, int h_kv, int rows_per_head)
-    : max_batch_(max_batch), num_parts_(num_parts), rows_per_head_(rows_per_head) {
+StepPlan::StepPlan(const MlaDecodeDims& runner_dims, int num_parts, int rows_per_head)
+    : runner_dims_(runner_dims),
+      max_batch_(runner_dims.b),
+      num_parts_(num_parts),
+      rows_per_head_(rows_per_head) {
   // A split request has at most one piece per part it touches: 2 * num_parts slots cover all.
   const std::size_t slots = 2 * static_cast<std::size_t>(num_parts);
-  const std::size_t partial_rows = slots * h_kv * rows_per_head;
+  const std::size_t partial_rows = slots * runner_dims.h_kv * rows_per_head;
   parts_ = DeviceBuffer(num_parts * sizeof(PartInfo));
-  requests_ = DeviceBuffer(max_batch * sizeof(RequestSplit));
+  requests_ = DeviceBuffer(max_batch_ * sizeof(RequestSplit));
   partial_out_ = DeviceBuffer(partial_rows * kHeadDimV * sizeof(float));
   partial_lse_ = DeviceBuffer(partial_rows * sizeof(float));
   error_flag_ = DeviceBuffer(sizeof(int));
@@ -91,14 +94,23 @@ Runner::Runner(const MlaDecodeDims& d, const DeviceInfo& dev, const TuneConfig& 
 }
 
 std::unique_ptr<StepPlan> Runner::make_step_plan() const {
-  return std::unique_ptr<StepPlan>(new StepPlan(dims_.b, num_parts_, dims_.h_kv, m_tiles_ * kBlockM));
+  return std::unique_ptr<StepPlan>(new StepPlan(dims_, num_parts_, m_tiles_ * kBlockM));
+}
+
+void Runner::require_own(const StepPlan& plan) const {
+  const MlaDecodeDims& p = plan.runner_dims_;
+  // The partial scratch is laid out by these: another shape would index past it.
+  CUTELAB_REQUIRE(p.b == dims_.b && p.s_q == dims_.s_q && p.h_q == dims_.h_q && p.h_kv == dims_.h_kv &&
+                      p.dtype == dims_.dtype && plan.num_parts_ == num_parts_ &&
+                      plan.rows_per_head_ == m_tiles_ * kBlockM,
+                  main_.name, ": this step plan was made by a runner of another shape (b <= ", p.b, ", s_q ",
+                  p.s_q, ", h_q ", p.h_q, ", h_kv ", p.h_kv, ", ", dtype_name(p.dtype),
+                  "; this runner: b <= ", dims_.b, ", s_q ", dims_.s_q, ", h_q ", dims_.h_q, ", h_kv ",
+                  dims_.h_kv, ", ", dtype_name(dims_.dtype), ")");
 }
 
 void Runner::plan_step(StepPlan& plan, const TensorView& seqlens, cudaStream_t stream) const {
-  CUTELAB_REQUIRE(plan.max_batch_ == dims_.b && plan.num_parts_ == num_parts_ &&
-                      plan.rows_per_head_ == m_tiles_ * kBlockM,
-                  main_.name, ": this step plan was made by another runner (sized for b <= ", plan.max_batch_,
-                  ", ", plan.num_parts_, " parts)");
+  require_own(plan);
   CUTELAB_REQUIRE(seqlens.dtype == DType::i32 && seqlens.rank() == 1, main_.name,
                   ": seqlens must be a [b] int32 tensor, got ", seqlens.describe());
   const int b = static_cast<int>(seqlens.shape[0]);
@@ -127,8 +139,7 @@ PreparedCall Runner::prepare(const StepPlan& plan, const MlaDecodeArgs& args, bo
                   ") differs from the planned one (s_q ", d.s_q, ", h_q ", d.h_q, ", h_kv ", d.h_kv, ", ",
                   dtype_name(d.dtype), ")");
   CUTELAB_REQUIRE(plan.b_ > 0, main_.name, ": the step plan was never planned (call plan_step first)");
-  CUTELAB_REQUIRE(plan.max_batch_ == d.b && plan.num_parts_ == num_parts_, main_.name,
-                  ": this step plan was made by another runner");
+  require_own(plan);
   CUTELAB_REQUIRE(call.b == plan.b_, main_.name, ": batch ", call.b, " differs from the batch ", plan.b_,
                   " the step plan was made for");
   CUTELAB_REQUIRE(args.seqlens.data == plan.seqlens_, main_.name, ": seqlens ", ptr_text(args.seqlens.data),

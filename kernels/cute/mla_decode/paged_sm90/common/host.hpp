@@ -61,8 +61,9 @@ class StepPlan {
 
  private:
   friend class Runner;
-  StepPlan(int max_batch, int num_parts, int h_kv, int rows_per_head);
+  StepPlan(const MlaDecodeDims& runner_dims, int num_parts, int rows_per_head);
 
+  MlaDecodeDims runner_dims_;  // the shape of the runner that made it (b = its largest batch)
   int max_batch_ = 0, num_parts_ = 0;
   int b_ = 0;
   const void* seqlens_ = nullptr;
@@ -100,6 +101,8 @@ class Runner {
   void run(const StepPlan& plan, const MlaDecodeArgs& args, cudaStream_t stream) const {
     launch(prepare(plan, args), stream);
   }
+  // Throws UsageError unless `plan` was made by a runner of this one's shape and size.
+  void require_own(const StepPlan& plan) const;
 
   [[nodiscard]] const MlaDecodeDims& dims() const noexcept { return dims_; }
   [[nodiscard]] std::vector<FunctionResources> resources() const;

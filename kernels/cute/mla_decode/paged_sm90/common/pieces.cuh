@@ -1,7 +1,11 @@
 #pragma once
 // Device pieces every paged_sm90 version shares: walking a part's request pieces, the packed
-// row -> (query token, head) map, and writing a finished piece (final output or split partial).
+// row -> (query token, head) map and the address of a q row, zeroing the V rows past a
+// sequence's end, and writing a finished piece (final output or split partial).
 
+#include <cstdint>
+
+#include <cutlass/arch/barrier.h>
 #include <cute/tensor.hpp>
 
 #include "cute/mla_decode/paged_sm90/common/params.hpp"
@@ -12,9 +16,10 @@ namespace cutelab::mla::paged_sm90 {
 template <class F>
 CUTE_DEVICE void for_each_piece(const Params& p, const PartInfo& pi, F&& f) {
   for (int req = pi.begin_req; req <= pi.end_req && req < p.b; ++req) {
-    const int n = p.schedule.requests[req].num_blocks;
+    // Clamped to the block table's width: a plan whose lengths went stale must not read past it.
+    const int n = min(p.schedule.requests[req].num_blocks, p.max_blocks);
     const int first = req == pi.begin_req ? pi.begin_blk : 0;
-    const int end = req == pi.end_req ? pi.end_blk : n;
+    const int end = req == pi.end_req ? min(pi.end_blk, n) : n;
     if (first < end) f(req, first, end);
   }
 }
@@ -23,6 +28,32 @@ CUTE_DEVICE void for_each_piece(const Params& p, const PartInfo& pi, F&& f) {
 CUTE_DEVICE void row_coords(const Params& p, int packed_row, int kv_head, int& s, int& head) {
   s = packed_row / p.heads_per_kv;
   head = kv_head * p.heads_per_kv + packed_row % p.heads_per_kv;
+}
+
+// Start of packed query row `packed` of request `req`, KV head `kv_head`, in q.
+template <class Element>
+CUTE_DEVICE const Element* q_row(const Params& p, int req, int kv_head, int packed) {
+  int s, head;
+  row_coords(p, packed, kv_head, s, head);
+  return static_cast<const Element*>(p.q) +
+         ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * kHeadDimQK;
+}
+
+// Tokens past a sequence's end hold anything (NaN in the tests): P is 0 there, but 0 * NaN is
+// NaN in the tensor core, so each consumer warpgroup zeroes its own V columns of those rows of
+// the page before its P V. The other warpgroup may be reading the same rows in its Q K^T at that
+// moment: harmless, those tokens are masked to -inf by a select, whatever it reads.
+template <class Traits>
+CUTE_DEVICE void zero_v_tail(typename Traits::Element* tile, int valid, int wg,
+                             std::uint32_t warpgroup_barrier) {
+  using namespace cute;
+  Tensor sRows = make_tensor(make_smem_ptr(tile), typename Traits::SmemLayoutK{});  // (BLK_N,576)
+  constexpr int kVecs = Traits::kVColsPerWarpgroup / 8;
+  for (int idx = threadIdx.x % 128; idx < (Traits::kBlockN - valid) * kVecs; idx += 128)
+    *reinterpret_cast<uint4*>(&sRows(
+        valid + idx / kVecs, wg * Traits::kVColsPerWarpgroup + (idx % kVecs) * 8)) = make_uint4(0, 0, 0, 0);
+  cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma (async proxy) reads
+  cutlass::arch::NamedBarrier::sync(128, warpgroup_barrier);
 }
 
 // Writes one warpgroup's O columns [col_base, col_base + N) of a finished piece. Accumulator

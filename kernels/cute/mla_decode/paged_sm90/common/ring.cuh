@@ -1,9 +1,9 @@
 #pragma once
-// The warp-specialized frame every paged_sm90 design shares: one CTA of three warpgroups, a ring
-// of kStages KV pages in shared memory fed by TMA (warpgroup 0, one warp), and the consumers a
-// design supplies. Traits must provide Element, SharedStorage {kv[kStages], kv_full[kStages],
-// kv_empty[kStages]}, kStages, kBlockN, kChunk, kNumChunks, kTileBytes, kConsumerWarps,
-// kProducerRegisters, kConsumerRegisters.
+// The warp-specialized frame of paged_sm90 v1: one CTA of three warpgroups, a ring of kStages
+// KV pages in shared memory fed by TMA (warpgroup 0, one warp), and the consumers the version
+// supplies. (v2 has no producer; what both use is in pieces.cuh.) Traits must provide Element,
+// SharedStorage {kv[kStages], kv_full[kStages], kv_empty[kStages]}, kStages, kBlockN, kChunk,
+// kNumChunks, kTileBytes, kConsumerWarps, kProducerRegisters, kConsumerRegisters.
 
 #include <cuda.h>
 
@@ -65,14 +65,6 @@ CUTE_DEVICE void produce_pages(const Params& p, const CUtensorMap* kv_map, typen
   });
 }
 
-// Start of packed query row `packed` of request `req`, KV head `kv_head`, in q.
-template <class Element>
-CUTE_DEVICE const Element* q_row(const Params& p, int req, int kv_head, int packed) {
-  int s, head;
-  row_coords(p, packed, kv_head, s, head);
-  return static_cast<const Element*>(p.q) + ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * kHeadDimQK;
-}
-
 // Both consumer warpgroups load the Q tile's first size<1>(SmemLayoutQ) columns with 16-byte
 // loads (8 consecutive columns stay one 16-byte unit under the 128-byte swizzle); padded rows
 // are 0.
@@ -90,22 +82,6 @@ CUTE_DEVICE void load_q_tile(const Params& p, typename Traits::SharedStorage& sm
     if (packed < p.rows_per_head) val = *reinterpret_cast<const uint4*>(q_row<Element>(p, req, kv_head, packed) + v * 8);
     *reinterpret_cast<uint4*>(&sQ(r, v * 8)) = val;
   }
-}
-
-// Tokens past a sequence's end hold anything (NaN in the tests): P is 0 there, but 0 * NaN is
-// NaN in the tensor core, so each consumer warpgroup zeroes its own V columns of those rows of
-// the page before its P V. The other warpgroup may be reading the same rows in its Q K^T at that
-// moment: harmless, those tokens are masked to -inf by a select, whatever it reads.
-template <class Traits>
-CUTE_DEVICE void zero_v_tail(typename Traits::Element* tile, int valid, int wg, std::uint32_t warpgroup_barrier) {
-  using namespace cute;
-  Tensor sRows = make_tensor(make_smem_ptr(tile), typename Traits::SmemLayoutK{});  // (BLK_N,576)
-  constexpr int kVecs = Traits::kVColsPerWarpgroup / 8;
-  for (int idx = threadIdx.x % 128; idx < (Traits::kBlockN - valid) * kVecs; idx += 128)
-    *reinterpret_cast<uint4*>(&sRows(valid + idx / kVecs, wg * Traits::kVColsPerWarpgroup + (idx % kVecs) * 8)) =
-        make_uint4(0, 0, 0, 0);
-  cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma (async proxy) reads
-  cutlass::arch::NamedBarrier::sync(128, warpgroup_barrier);
 }
 
 // The kernel body: barrier setup (overlapping the schedule kernel), then the roles.

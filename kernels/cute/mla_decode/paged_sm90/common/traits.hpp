@@ -1,7 +1,9 @@
 #pragma once
-// What every paged_sm90 design's Traits shares: the CTA shape, the page ring, the K tile and the
-// V view of it, and the Q K^T atom. A version's Traits derives from both parts and adds its Q
-// layout, its P V atoms, its SharedStorage and its named barriers.
+// What the paged_sm90 versions' Traits share: TraitsConstants (the tile shapes, and v1's
+// producer/consumer frame: 384 threads, register split) and TraitsTypes (the K tile and the V
+// view of it, the Q K^T atom). v1 derives from both; v2 (two warpgroups, no producer) from
+// TraitsTypes only and spells its own constants. Each adds its Q layout, P V atoms,
+// SharedStorage and barriers.
 
 #include <cstdint>
 

@@ -11,15 +11,16 @@
 #include <cutlass/arch/barrier.h>
 #include <cutlass/detail/helper_macros.hpp>
 
-#include "cute/mla_decode/paged_sm90/common/ring.cuh"
+#include "cute/mla_decode/paged_sm90/common/pieces.cuh"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v2/config.hpp"
 #include "cutelab/device/fast_math.cuh"
 #include "cutelab/device/sm90/opaque.cuh"
+#include "cutelab/device/sm90/pdl.cuh"
 
 namespace cutelab::mla::paged_sm90_v2 {
 
 using paged_sm90::Params;
-using FullBarrier = paged_sm90::FullBarrier;
+using FullBarrier = cutlass::arch::ClusterTransactionBarrier;  // TMA bytes of one chunk landed
 using PairBarrier = cutlass::arch::ClusterBarrier;  // mbarrier: release on arrive, acquire on wait
 using NamedBarrier = cutlass::arch::NamedBarrier;
 
@@ -37,8 +38,10 @@ struct PartWalk {
   int last_req;  // last request of the part (the schedule may end a part at request b)
 
   CUTE_DEVICE int first(int req) const { return req == part.begin_req ? part.begin_blk : 0; }
+  // Clamped to the block table's width, as in for_each_piece: the two must agree page for page.
   CUTE_DEVICE int end(int req) const {
-    return req == part.end_req ? part.end_blk : p.schedule.requests[req].num_blocks;
+    const int n = min(p.schedule.requests[req].num_blocks, p.max_blocks);
+    return req == part.end_req ? min(part.end_blk, n) : n;
   }
   CUTE_DEVICE bool valid(const PageCursor& c) const { return c.req <= last_req; }
   // Moves c forward to the first piece (from c.req on) that has a page k, 2 + k, ...
@@ -64,6 +67,9 @@ struct PartWalk {
 
 template <class T>
 struct Kernel {
+  // Two buffers, one page each per pair: buffer k holds pages k, k + 2, ... (PartWalk), and
+  // warpgroup w computes S of buffer w and refills column group w.
+  static_assert(T::kStages == 2 && T::kWarpgroups == 2);
   using Element = typename T::Element;
   using SharedStorage = typename T::SharedStorage;
   static constexpr int kBlockM = T::kBlockM;
