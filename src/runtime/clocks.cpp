@@ -12,16 +12,12 @@
 #include <sstream>
 
 #include "cutelab/core/error.hpp"
+#include "text.hpp"
 
 namespace cutelab {
 namespace {
 
-std::string trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
+using detail::trim;
 
 // $CUTELAB_NVIDIA_SMI (tests point it at a fake), else nvidia-smi on PATH.
 std::optional<std::string> find_nvidia_smi() {

@@ -12,6 +12,7 @@
 
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/clocks.hpp"
+#include "text.hpp"
 
 namespace cutelab {
 namespace {
@@ -91,12 +92,7 @@ void apply(DeviceInfo& info, const nlohmann::json& entry, const std::string& tag
 
 std::string version_string(int v) { return concat(v / 1000, '.', (v % 1000) / 10); }
 
-std::string trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
+using detail::trim;
 
 }  // namespace
 

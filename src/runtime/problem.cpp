@@ -10,31 +10,19 @@
 #include <numeric>
 
 #include "cutelab/core/error.hpp"
+#include "text.hpp"
 
 namespace cutelab {
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
+using detail::join;
+using detail::lower;
+using detail::trim;
 
 std::string known_params(const Family& family) {
   std::vector<std::string> names;
   for (const ParamSpec& p : family.params) names.push_back(p.name);
   return join(names);
-}
-
-std::string trim(const std::string& s) {
-  const std::size_t first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return {};
-  return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
 }
 
 enum class IntegerParse { ok, not_an_integer, out_of_range };

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <set>
 
+#include "text.hpp"
+
 namespace cutelab {
 namespace {
 
@@ -24,16 +26,8 @@ bool starts_with(const std::vector<std::string>& path, const std::vector<std::st
 
 std::string design_of(const KernelId& id) { return concat(id.tier, '/', id.family, '/', id.design); }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
+using detail::join;
+using detail::lower;
 
 const KernelPlan* newest(const std::vector<const KernelPlan*>& plans) {
   const KernelPlan* best = nullptr;

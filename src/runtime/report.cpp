@@ -67,9 +67,6 @@ std::string share(double value, double ceiling) {
   return ceiling > 0 && value > 0 ? format_percent(value / ceiling) : "-";
 }
 
-// Lists compactly: "[4641,45118,1730]" or "[1024 values, mean 4096.5]".
-std::string value_text(const ParamValue& v) { return display_text(v); }
-
 std::string tolerance_text(const Tolerance& t) {
   return "atol " + format_sci(t.atol) + ", rtol " + format_sci(t.rtol) + ", rel L2 < " +
          format_sci(t.max_rel_l2);
@@ -361,7 +358,7 @@ std::string render_suite(const std::vector<RunResult>& runs,
   for (const RunResult& r : runs) {
     problems.insert(r.problem.key());
     for (const auto& [name, value] : r.problem.values()) {
-      seen[name].insert(value_text(value));
+      seen[name].insert(display_text(value));
       ++rows_with[name];
     }
   }
@@ -378,7 +375,7 @@ std::string render_suite(const std::vector<RunResult>& runs,
     if (varying.empty()) return p.display();
     std::string s;
     for (const auto& [name, value] : p.values())
-      if (varying.count(name)) s += (s.empty() ? "" : ",") + name + "=" + value_text(value);
+      if (varying.count(name)) s += (s.empty() ? "" : ",") + name + "=" + display_text(value);
     return s;
   };
   const bool any_anchor =

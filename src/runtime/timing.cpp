@@ -74,6 +74,16 @@ void launch_all(const std::vector<std::function<void(cudaStream_t)>>& launches, 
   }
 }
 
+// One pass over the calls: the graph when there is one, else direct launches.
+void replay(const detail::GraphExec& exec, const std::vector<std::function<void(cudaStream_t)>>& launches,
+            cudaStream_t stream) {
+  if (exec) {
+    CUTELAB_CUDA(cudaGraphLaunch(exec.get(), stream));
+  } else {
+    launch_all(launches, stream);
+  }
+}
+
 // The sampling loop shared by both modes: each sample replays `exec` (or launches every call
 // directly when there is no graph) between two events and divides by the number of calls.
 TimingStats sample_calls(const std::vector<std::function<void(cudaStream_t)>>& launches,
@@ -87,11 +97,7 @@ TimingStats sample_calls(const std::vector<std::function<void(cudaStream_t)>>& l
   for (;;) {
     if (flusher) flusher->flush(stream);
     CUTELAB_CUDA(cudaEventRecord(start.get(), stream));
-    if (exec) {
-      CUTELAB_CUDA(cudaGraphLaunch(exec.get(), stream));
-    } else {
-      launch_all(launches, stream);
-    }
+    replay(exec, launches, stream);
     CUTELAB_CUDA(cudaEventRecord(stop.get(), stream));
     CUTELAB_CUDA(cudaEventSynchronize(stop.get()));
     float ms = 0;
@@ -171,7 +177,7 @@ std::size_t l2_cache_bytes(const DeviceInfo& dev) {
 
 L2Flusher::L2Flusher(const DeviceInfo& dev) {
   std::size_t l2 = l2_cache_bytes(dev);
-  if (l2 == 0) l2 = 64u << 20;  // larger than any L2 the runtime has no record of
+  if (l2 == 0) l2 = kUnknownL2Bytes;
   buffer_ = DeviceBuffer(2 * l2);
 }
 
@@ -217,13 +223,7 @@ TimingStats time_rotating(const std::vector<std::function<void(cudaStream_t)>>& 
   detail::GraphExec exec;
   std::string fallback;
   if (options.use_graph) fallback = capture_graph(launches, stream, &exec);
-  for (int i = 0; i < options.warmup; ++i) {
-    if (exec) {
-      CUTELAB_CUDA(cudaGraphLaunch(exec.get(), stream));
-    } else {
-      launch_all(launches, stream);
-    }
-  }
+  for (int i = 0; i < options.warmup; ++i) replay(exec, launches, stream);
   CUTELAB_CUDA(cudaStreamSynchronize(stream));
   return sample_calls(launches, exec, fallback, nullptr, options, stream);
 }

@@ -385,8 +385,7 @@ struct Session {
                    " of device memory free, less than the margin of ", format_bytes(margin));
         return rot;
       }
-      // An unknown L2 counts as larger than any known one.
-      const double l2 = rot.l2_bytes > 0 ? rot.l2_bytes : 64.0 * 1024 * 1024;
+      const double l2 = rot.l2_bytes > 0 ? rot.l2_bytes : static_cast<double>(kUnknownL2Bytes);
       const int wanted = rotating_set_count(l2, rot.set_bytes, static_cast<double>(free_after), margin);
       for (int i = 2; i < wanted; ++i) {
         try {

@@ -55,6 +55,8 @@ struct TimingStats {
 
 // The device's L2 size: the record's, else the live attribute; 0 when neither is known.
 [[nodiscard]] std::size_t l2_cache_bytes(const DeviceInfo& dev);
+// What to assume when l2_cache_bytes() knows nothing: larger than any L2 without a record.
+inline constexpr std::size_t kUnknownL2Bytes = std::size_t{64} << 20;
 
 // Writes a buffer larger than L2 so the next sample starts from a cold cache.
 class L2Flusher {

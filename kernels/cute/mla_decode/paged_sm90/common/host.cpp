@@ -37,15 +37,12 @@ std::string TuneConfig::name() const {
 }
 
 StepPlan::StepPlan(const MlaDecodeDims& runner_dims, int num_parts, int rows_per_head)
-    : runner_dims_(runner_dims),
-      max_batch_(runner_dims.b),
-      num_parts_(num_parts),
-      rows_per_head_(rows_per_head) {
+    : runner_dims_(runner_dims), num_parts_(num_parts) {
   // A split request has at most one piece per part it touches: 2 * num_parts slots cover all.
   const std::size_t slots = 2 * static_cast<std::size_t>(num_parts);
   const std::size_t partial_rows = slots * runner_dims.h_kv * rows_per_head;
   parts_ = DeviceBuffer(num_parts * sizeof(PartInfo));
-  requests_ = DeviceBuffer(max_batch_ * sizeof(RequestSplit));
+  requests_ = DeviceBuffer(runner_dims.b * sizeof(RequestSplit));
   partial_out_ = DeviceBuffer(partial_rows * kHeadDimV * sizeof(float));
   partial_lse_ = DeviceBuffer(partial_rows * sizeof(float));
   error_flag_ = DeviceBuffer(sizeof(int));
@@ -99,10 +96,10 @@ std::unique_ptr<StepPlan> Runner::make_step_plan() const {
 
 void Runner::require_own(const StepPlan& plan) const {
   const MlaDecodeDims& p = plan.runner_dims_;
-  // The partial scratch is laid out by these: another shape would index past it.
+  // The partial scratch is laid out by these (and by the parts, which follow the device's SMs):
+  // another shape would index past it.
   CUTELAB_REQUIRE(p.b == dims_.b && p.s_q == dims_.s_q && p.h_q == dims_.h_q && p.h_kv == dims_.h_kv &&
-                      p.dtype == dims_.dtype && plan.num_parts_ == num_parts_ &&
-                      plan.rows_per_head_ == m_tiles_ * kBlockM,
+                      p.dtype == dims_.dtype && plan.num_parts_ == num_parts_,
                   main_.name, ": this step plan was made by a runner of another shape (b <= ", p.b, ", s_q ",
                   p.s_q, ", h_q ", p.h_q, ", h_kv ", p.h_kv, ", ", dtype_name(p.dtype),
                   "; this runner: b <= ", dims_.b, ", s_q ", dims_.s_q, ", h_q ", dims_.h_q, ", h_kv ",
@@ -188,7 +185,7 @@ PreparedCall Runner::prepare(const StepPlan& plan, const MlaDecodeArgs& args, bo
   p.schedule.reuse_error = static_cast<int*>(plan.error_flag_.data());
   p.partials.out = static_cast<float*>(plan.partial_out_.data());
   p.partials.lse = static_cast<float*>(plan.partial_lse_.data());
-  p.partials.rows_per_head = plan.rows_per_head_;
+  p.partials.rows_per_head = m_tiles_ * kBlockM;
   return PreparedCall{p, make_kv_map(args, call), call, args.out.data};
 }
 

@@ -64,10 +64,9 @@ class StepPlan {
   StepPlan(const MlaDecodeDims& runner_dims, int num_parts, int rows_per_head);
 
   MlaDecodeDims runner_dims_;  // the shape of the runner that made it (b = its largest batch)
-  int max_batch_ = 0, num_parts_ = 0;
+  int num_parts_ = 0;
   int b_ = 0;
   const void* seqlens_ = nullptr;
-  int rows_per_head_ = 0;  // partial rows per slot and KV head (M tiles x 64)
   DeviceBuffer parts_, requests_, partial_out_, partial_lse_, error_flag_;
 };
 

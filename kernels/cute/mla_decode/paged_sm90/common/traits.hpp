@@ -1,9 +1,8 @@
 #pragma once
-// What the paged_sm90 versions' Traits share: TraitsConstants (the tile shapes, and v1's
-// producer/consumer frame: 384 threads, register split) and TraitsTypes (the K tile and the V
-// view of it, the Q K^T atom). v1 derives from both; v2 (two warpgroups, no producer) from
-// TraitsTypes only and spells its own constants. Each adds its Q layout, P V atoms,
-// SharedStorage and barriers.
+// What the paged_sm90 versions' Traits share: TileConstants (page, tile and chunk shapes; V split
+// in two halves, one per warpgroup that multiplies P V) and TraitsTypes (the K tile and the V view
+// of it, the Q K^T atom). Each version derives from both and adds its CTA shape (threads,
+// stages, registers), Q layout, P V atoms, SharedStorage and barriers.
 
 #include <cstdint>
 
@@ -17,33 +16,24 @@
 namespace cutelab::mla::paged_sm90 {
 
 // Independent of the element type, so a derived class template finds these names unqualified.
-struct TraitsConstants {
+struct TileConstants {
   static constexpr int kBlockM = 64;                   // packed query rows per CTA
   static constexpr int kBlockN = kPageSize;            // tokens per KV tile = one page
   static constexpr int kHeadDimQK = mla::kHeadDimQK;
   static constexpr int kHeadDimV = mla::kHeadDimV;
   static constexpr int kChunk = 64;                    // TMA box width: one 128-byte swizzle row
   static constexpr int kNumChunks = kHeadDimQK / kChunk;
-  static constexpr int kStages = 2;
-  static constexpr int kConsumerWarpgroups = 2;
-  static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
-  static constexpr int kConsumerThreads = 128 * kConsumerWarpgroups;
-  static constexpr int kConsumerWarps = kConsumerThreads / 32;
-  static constexpr int kVColsPerWarpgroup = kHeadDimV / kConsumerWarpgroups;
-  static constexpr int kProducerRegisters = 40;
-  static constexpr int kConsumerRegisters = 232;
+  static constexpr int kVColsPerWarpgroup = kHeadDimV / 2;  // O and V split between two warpgroups
   static constexpr int kTileElements = kBlockN * kHeadDimQK;
   static constexpr int kVHalfOffset = kVColsPerWarpgroup / kChunk * kBlockN * kChunk;  // elements
 
   static_assert(kBlockM == paged_sm90::kBlockM);
-  static_assert(kHeadDimQK % kChunk == 0 && kHeadDimV % (kChunk * kConsumerWarpgroups) == 0);
-  // Register budget of setmaxnreg: 65536 registers per SM, one CTA.
-  static_assert(128 * (kProducerRegisters + kConsumerWarpgroups * kConsumerRegisters) <= 65536);
+  static_assert(kHeadDimQK % kChunk == 0 && kVColsPerWarpgroup % kChunk == 0);
 };
 
 template <class Element>
 struct TraitsTypes {
-  using C = TraitsConstants;
+  using C = TileConstants;
   static constexpr std::uint32_t kTileBytes = C::kTileElements * sizeof(Element);
   static_assert(C::kChunk * sizeof(Element) == 128, "one TMA box row must be one 128-byte swizzle row");
 

@@ -16,9 +16,22 @@
 namespace cutelab::mla::paged_sm90_v1 {
 
 template <class Element_>
-struct Traits : paged_sm90::TraitsConstants, paged_sm90::TraitsTypes<Element_> {
+struct Traits : paged_sm90::TileConstants, paged_sm90::TraitsTypes<Element_> {
   using Element = Element_;  // cute::bfloat16_t or cute::half_t
   using Types = paged_sm90::TraitsTypes<Element_>;
+
+  // The producer/consumer frame (common/ring.cuh): one TMA warpgroup, two consumer warpgroups,
+  // registers moved from the producer to the consumers with setmaxnreg.
+  static constexpr int kStages = 2;
+  static constexpr int kConsumerWarpgroups = 2;
+  static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
+  static constexpr int kConsumerThreads = 128 * kConsumerWarpgroups;
+  static constexpr int kConsumerWarps = kConsumerThreads / 32;
+  static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerRegisters = 232;
+  static_assert(kVColsPerWarpgroup * kConsumerWarpgroups == kHeadDimV);
+  // Register budget of setmaxnreg: 65536 registers per SM, one CTA.
+  static_assert(128 * (kProducerRegisters + kConsumerWarpgroups * kConsumerRegisters) <= 65536);
 
   // Q tile: the K tile's layout over all 576 columns.
   using SmemLayoutQ = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},

@@ -18,24 +18,15 @@
 namespace cutelab::mla::paged_sm90_v2 {
 
 template <class Element_>
-struct Traits : paged_sm90::TraitsTypes<Element_> {
+struct Traits : paged_sm90::TileConstants, paged_sm90::TraitsTypes<Element_> {
   using Element = Element_;  // cute::bfloat16_t or cute::half_t
   using Types = paged_sm90::TraitsTypes<Element_>;
-  using C = paged_sm90::TraitsConstants;
 
-  static constexpr int kBlockM = C::kBlockM;  // packed query rows per CTA
-  static constexpr int kBlockN = C::kBlockN;  // tokens per page
-  static constexpr int kHeadDimQK = C::kHeadDimQK;
-  static constexpr int kHeadDimV = C::kHeadDimV;
-  static constexpr int kChunk = C::kChunk;  // columns per TMA box / per mbarrier
-  static constexpr int kNumChunks = C::kNumChunks;
   static constexpr int kLatentChunks = kHeadDimV / kChunk;  // chunks 0-7 are also V
   static constexpr int kWarpgroups = 2;
   static constexpr int kThreads = 128 * kWarpgroups;
   static constexpr int kStages = 2;  // KV buffers: one page per warpgroup
-  static constexpr int kVColsPerWarpgroup = C::kVColsPerWarpgroup;
-  static constexpr int kVHalfOffset = C::kVHalfOffset;  // elements from a tile to its second V half
-  static constexpr int kTileElements = C::kTileElements;
+
   // Column group 0 of a buffer is chunks [0, kGroupSplit), group 1 chunks [kGroupSplit, kNumChunks).
   static constexpr int kGroupSplit = kVColsPerWarpgroup / kChunk;
   CUTE_HOST_DEVICE static constexpr int group_begin(int g) { return g == 0 ? 0 : kGroupSplit; }
