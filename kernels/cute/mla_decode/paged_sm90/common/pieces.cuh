@@ -13,13 +13,18 @@
 namespace cutelab::mla::paged_sm90 {
 
 // Visits the pieces of part `pi` in order: (request, first block, end block).
+// The pages [piece_first, piece_end) of request `req` that part `pi` covers.
+CUTE_DEVICE int piece_first(const PartInfo& pi, int req) { return req == pi.begin_req ? pi.begin_blk : 0; }
+CUTE_DEVICE int piece_end(const Params& p, const PartInfo& pi, int req) {
+  // Clamped to the block table's width: a plan whose lengths went stale must not read past it.
+  const int n = min(p.schedule.requests[req].num_blocks, p.max_blocks);
+  return req == pi.end_req ? min(pi.end_blk, n) : n;
+}
+
 template <class F>
 CUTE_DEVICE void for_each_piece(const Params& p, const PartInfo& pi, F&& f) {
   for (int req = pi.begin_req; req <= pi.end_req && req < p.b; ++req) {
-    // Clamped to the block table's width: a plan whose lengths went stale must not read past it.
-    const int n = min(p.schedule.requests[req].num_blocks, p.max_blocks);
-    const int first = req == pi.begin_req ? pi.begin_blk : 0;
-    const int end = req == pi.end_req ? min(pi.end_blk, n) : n;
+    const int first = piece_first(pi, req), end = piece_end(p, pi, req);
     if (first < end) f(req, first, end);
   }
 }

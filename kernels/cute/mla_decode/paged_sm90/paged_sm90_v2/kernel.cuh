@@ -37,12 +37,9 @@ struct PartWalk {
   PartInfo part;
   int last_req;  // last request of the part (the schedule may end a part at request b)
 
-  CUTE_DEVICE int first(int req) const { return req == part.begin_req ? part.begin_blk : 0; }
-  // Clamped to the block table's width, as in for_each_piece: the two must agree page for page.
-  CUTE_DEVICE int end(int req) const {
-    const int n = min(p.schedule.requests[req].num_blocks, p.max_blocks);
-    return req == part.end_req ? min(part.end_blk, n) : n;
-  }
+  // The same pieces as for_each_piece walks: the two must agree page for page.
+  CUTE_DEVICE int first(int req) const { return paged_sm90::piece_first(part, req); }
+  CUTE_DEVICE int end(int req) const { return paged_sm90::piece_end(p, part, req); }
   CUTE_DEVICE bool valid(const PageCursor& c) const { return c.req <= last_req; }
   // Moves c forward to the first piece (from c.req on) that has a page k, 2 + k, ...
   CUTE_DEVICE void settle(PageCursor& c, int k) const {
