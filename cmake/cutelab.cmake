@@ -31,6 +31,17 @@ target_include_directories(cutelab_cutlass SYSTEM INTERFACE
   # Host (non-nvcc) translation units that include CUTLASS headers need CCCL with CUDA 13.
   "${CUDAToolkit_INCLUDE_DIRS}/cccl")
 
+# FlashInfer's headers (a baseline MLA kernel): the flashinfer-python wheel unpacked by
+# scripts/bootstrap. OFF builds the lab without that baseline.
+option(CUTELAB_WITH_FLASHINFER "Build the FlashInfer MLA decode baseline (headers from PyPI's flashinfer-python)" ON)
+set(CUTELAB_FLASHINFER_DIR "${PROJECT_SOURCE_DIR}/.deps/flashinfer-0.7.2.post1"
+    CACHE PATH "FlashInfer headers unpacked by scripts/bootstrap (include/, cutlass/, cccl/)")
+if(CUTELAB_WITH_FLASHINFER AND CUTELAB_BUILD_KERNELS
+   AND NOT EXISTS "${CUTELAB_FLASHINFER_DIR}/include/flashinfer/attention/mla_hopper.cuh")
+  message(FATAL_ERROR "FlashInfer headers not found under CUTELAB_FLASHINFER_DIR=${CUTELAB_FLASHINFER_DIR}. "
+                      "Run scripts/bootstrap, or configure with -DCUTELAB_WITH_FLASHINFER=OFF.")
+endif()
+
 # One token per -gencode: CMake de-duplicates repeated options, which would drop the second
 # bare "-gencode" and leave nvcc with a stray argument.
 set(CUTELAB_CUDA_ARCH_FLAGS_SM90A -gencode=arch=compute_90a,code=sm_90a)

@@ -350,6 +350,38 @@ std::string render_suite(const std::vector<RunResult>& runs) { return render_sui
 
 std::string render_suite(const std::vector<RunResult>& runs,
                          const std::vector<std::optional<Anchor>>& anchors) {
+  return render_suite(runs, anchors, {});
+}
+
+std::vector<std::optional<double>> vs_best_baseline(const std::vector<RunResult>& runs,
+                                                    const std::vector<std::size_t>& case_of) {
+  std::map<std::size_t, double> best;  // case -> fastest baseline µs
+  const auto time_of = [&](std::size_t i) -> std::optional<double> {
+    const TimingStats* t = runs[i].rate_timing();
+    if (!t || !(t->median_us > 0) || i >= case_of.size()) return std::nullopt;
+    return t->median_us;
+  };
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::optional<double> us = time_of(i);
+    if (!us || runs[i].kernel.rfind("baseline/", 0) != 0) continue;
+    auto [it, fresh] = best.emplace(case_of[i], *us);
+    if (!fresh) it->second = std::min(it->second, *us);
+  }
+  std::vector<std::optional<double>> out(runs.size());
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::optional<double> us = time_of(i);
+    if (!us) continue;
+    if (auto it = best.find(case_of[i]); it != best.end()) out[i] = it->second / *us;
+  }
+  return out;
+}
+
+std::string render_suite(const std::vector<RunResult>& runs,
+                         const std::vector<std::optional<Anchor>>& anchors,
+                         const std::vector<std::size_t>& case_of) {
+  const std::vector<std::optional<double>> vs_baseline = vs_best_baseline(runs, case_of);
+  const bool any_baseline =
+      std::any_of(vs_baseline.begin(), vs_baseline.end(), [](const auto& v) { return v.has_value(); });
   // Show only the parameters that differ between rows; the rest is printed once above.
   // A parameter some rows leave unset (an optional list such as lens) varies too.
   std::map<std::string, std::set<std::string>> seen;
@@ -406,6 +438,7 @@ std::string render_suite(const std::vector<RunResult>& runs,
     t.add_column("anchor µs");
     t.add_column("speedup");
   }
+  if (any_baseline) t.add_column("vs best baseline");
   std::vector<std::string> notes;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const RunResult& r = runs[i];
@@ -451,6 +484,7 @@ std::string render_suite(const std::vector<RunResult>& runs,
       row.push_back(a && basis && basis->median_us > 0 ? format_fixed(a->us / basis->median_us, 2) + "x"
                                                        : "-");
     }
+    if (any_baseline) row.push_back(vs_baseline[i] ? format_fixed(*vs_baseline[i], 2) + "x" : "-");
     t.add_row(std::move(row));
   }
   std::string out;
@@ -467,6 +501,10 @@ std::string render_suite(const std::vector<RunResult>& runs,
         "the graph, data cold)\n";
   if (rates_on_rotating) out += "rows without a median µs: GB/s, TFLOP/s and shares on the rotating time\n";
   if (any_anchor) out += "speedup = anchor µs / our median µs (> 1: faster than the anchor)\n";
+  if (any_baseline)
+    out +=
+        "vs best baseline = the fastest baseline kernel's µs in the same case and run / this row's µs (> 1: "
+        "faster)\n";
   return out;
 }
 

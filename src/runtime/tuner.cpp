@@ -103,10 +103,19 @@ std::optional<std::string> run_and_check(const Kernel& k, Workspace& ws,
   return reasons;
 }
 
+// Times the whole call, `launch`: without a graph when it waits on the host (it cannot be captured).
+TimingStats time_whole(const Kernel& k, const DeviceInfo& dev, TimingOptions options, cudaStream_t stream) {
+  if (!k.launch_syncs_host) return time_launch(k.launch, dev, options, stream);
+  options.use_graph = false;
+  TimingStats stats = time_launch(k.launch, dev, options, stream);
+  stats.stop_reason += " (direct launches: the call waits on the host)";
+  return stats;
+}
+
 // The primary figure: `setup` once, then `launch_reusing_setup` per call; else `launch`.
 TimingStats time_primary(const Kernel& k, const DeviceInfo& dev, const TimingOptions& options,
                          cudaStream_t stream) {
-  if (!has_setup(k)) return time_launch(k.launch, dev, options, stream);
+  if (!has_setup(k)) return time_whole(k, dev, options, stream);
   k.setup(stream);
   CUTELAB_CUDA_LAUNCH();
   return time_launch(k.launch_reusing_setup, dev, options, stream);
@@ -323,7 +332,7 @@ struct Session {
       NvtxRange range("cutelab/measure/" + r.kernel);
       if (r.has_setup) {
         say(head + " (setup in each call) ...");
-        r.timing_with_setup = time_launch(k.launch, dev, options.timing, stream);
+        r.timing_with_setup = time_whole(k, dev, options.timing, stream);
       } else {
         say(head + " ...");
         r.timing = time_primary(k, dev, options.timing, stream);

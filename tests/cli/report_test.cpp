@@ -150,6 +150,32 @@ TEST(RenderSuite, ShowsVaryingParametersAnchorsAndNotes) {
   EXPECT_EQ(render_suite(runs).find("anchor"), std::string::npos);
 }
 
+// Each row against the fastest baseline of its own case: baselines of other cases, rows without
+// a time and the slower baseline do not count.
+TEST(RenderSuite, ComparesEachRowWithTheFastestBaselineOfItsCase) {
+  std::vector<RunResult> runs = {sample_run(100.0, true), sample_run(150.0, true), sample_run(300.0, true),
+                                 sample_run(50.0, true), sample_run(80.0, true)};
+  runs[1].kernel = "baseline/rmsnorm/fast/v1";   // case 0: the best baseline, 150
+  runs[2].kernel = "baseline/rmsnorm/naive/v1";  // case 0: slower
+  runs[3].kernel = "baseline/rmsnorm/fast/v1";   // case 1's only baseline, 50
+  runs[4].timing.reset();                        // case 1: no time, no ratio
+  const std::vector<std::size_t> case_of = {0, 0, 0, 1, 1};
+  const std::vector<std::optional<double>> v = vs_best_baseline(runs, case_of);
+  ASSERT_EQ(v.size(), 5u);
+  EXPECT_DOUBLE_EQ(*v[0], 1.5);
+  EXPECT_DOUBLE_EQ(*v[1], 1.0);
+  EXPECT_DOUBLE_EQ(*v[2], 0.5);
+  EXPECT_DOUBLE_EQ(*v[3], 1.0);
+  EXPECT_FALSE(v[4].has_value());
+  const std::string text = render_suite(runs, std::vector<std::optional<Anchor>>(5), case_of);
+  EXPECT_NE(text.find("vs best baseline"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.50x"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.50x"), std::string::npos) << text;
+  // Without baselines in a case there is no such column.
+  const std::vector<RunResult> lab_only = {sample_run(100.0, true)};
+  EXPECT_EQ(render_suite(lab_only, {std::nullopt}, {0}).find("vs best baseline"), std::string::npos);
+}
+
 // A parameter only some rows set (an optional list such as MLA's lens) is not common to all.
 TEST(RenderSuite, AParameterSomeRowsLeaveUnsetVaries) {
   std::vector<RunResult> runs = {sample_run(200.0, true), sample_run(100.0, true)};

@@ -211,6 +211,7 @@ int cmd_suite(const SuiteArgs& a, Io io) {
 
   std::vector<RunResult> runs;
   std::vector<std::optional<Anchor>> anchors;
+  std::vector<std::size_t> case_of;
   nlohmann::json rows = nlohmann::json::array();
   std::size_t total = 0;
   for (const auto& selected : case_plans) total += selected.size();
@@ -257,6 +258,7 @@ int cmd_suite(const SuiteArgs& a, Io io) {
       rows.push_back(row);
       runs.push_back(std::move(r));
       anchors.push_back(anchor);
+      case_of.push_back(ci);
     }
   }
   progress.done();
@@ -269,7 +271,10 @@ int cmd_suite(const SuiteArgs& a, Io io) {
     io.out << "ceilings: copy " << format_fixed(ceilings->copy_gbs, 0) << " GB/s, read "
            << format_fixed(ceilings->read_gbs, 0) << " GB/s, cuBLAS bf16 "
            << format_fixed(ceilings->gemm_bf16_tflops, 0) << " TFLOP/s\n";
-  io.out << render_suite(runs, anchors);
+  io.out << render_suite(runs, anchors, case_of);
+  const std::vector<std::optional<double>> vs_baseline = vs_best_baseline(runs, case_of);
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (vs_baseline[i]) rows[i]["vs_best_baseline"] = *vs_baseline[i];
 
   bool check_failed = false, errored = false;
   for (const RunResult& r : runs) {

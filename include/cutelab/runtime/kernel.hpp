@@ -49,6 +49,9 @@ struct Kernel {
   // reports then time both ways. Both are set or neither.
   std::function<void(cudaStream_t)> setup;
   std::function<void(cudaStream_t)> launch_reusing_setup;
+  // `launch` waits on the host (a host-side planner reading lengths back): it cannot be captured
+  // in a CUDA graph, so it is timed with direct launches (said in the timing's stop reason).
+  bool launch_syncs_host = false;
   std::vector<FunctionResources> resources;  // one per __global__ it launches
   Cost cost;
 };

@@ -42,6 +42,17 @@ struct Anchor {
 [[nodiscard]] std::string render_suite(const std::vector<RunResult>& runs,
                                        const std::vector<std::optional<Anchor>>& anchors);
 
+// Each run's time against the fastest baseline-tier kernel (id "baseline/...") of the same case
+// in the same run: best baseline µs / this run's µs (> 1: faster than the best baseline), on the
+// figure rates use. Nothing for a run whose case has no measured baseline. `case_of[i]` is run
+// i's case.
+[[nodiscard]] std::vector<std::optional<double>> vs_best_baseline(const std::vector<RunResult>& runs,
+                                                                  const std::vector<std::size_t>& case_of);
+// As above, with a "vs best baseline" column when some run has that ratio.
+[[nodiscard]] std::string render_suite(const std::vector<RunResult>& runs,
+                                       const std::vector<std::optional<Anchor>>& anchors,
+                                       const std::vector<std::size_t>& case_of);
+
 // A progress line on stderr, rewritten in place on a terminal, one line per update otherwise.
 class ProgressLine {
  public:

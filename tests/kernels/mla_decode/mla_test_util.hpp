@@ -38,19 +38,25 @@ inline MlaDecodeCase make_case(int b, int s_q, int h_q, int h_kv, bool causal, D
   return c;
 }
 
-// The family problem a case belongs to (plans pick configs from it; sizes come from the workspace).
+inline std::string lens_text(const std::vector<int>& lens) {
+  std::string s;
+  for (int l : lens) s += (s.empty() ? "" : ",") + std::to_string(l);
+  return s;
+}
+
+// The family problem a case belongs to (plans pick configs from it; sizes come from the
+// workspace). It names every length, so MlaDecodeCase::from_problem gives back the case's lengths.
 inline Problem problem_for(const MlaDecodeCase& c) {
   const int longest = *std::max_element(c.seqlens.begin(), c.seqlens.end());
-  const bool varlen = std::any_of(c.seqlens.begin(), c.seqlens.end(), [&](int l) { return l != c.seqlens[0]; });
-  return make_problem(MlaDecodeProblem::family(),
-                      std::map<std::string, std::string>{{"b", std::to_string(c.b)},
-                                                         {"s", std::to_string(c.s_q)},
-                                                         {"t", std::to_string(std::clamp(longest, 1, 131072))},
-                                                         {"h", std::to_string(c.h_q)},
-                                                         {"hkv", std::to_string(c.h_kv)},
-                                                         {"varlen", varlen ? "true" : "false"},
-                                                         {"causal", c.causal ? "true" : "false"},
-                                                         {"dtype", std::string(dtype_name(c.dtype))}});
+  return make_problem(MlaDecodeProblem::family(), std::map<std::string, std::string>{
+                                                      {"b", std::to_string(c.b)},
+                                                      {"s", std::to_string(c.s_q)},
+                                                      {"t", std::to_string(std::clamp(longest, 1, 131072))},
+                                                      {"h", std::to_string(c.h_q)},
+                                                      {"hkv", std::to_string(c.h_kv)},
+                                                      {"causal", c.causal ? "true" : "false"},
+                                                      {"dtype", std::string(dtype_name(c.dtype))},
+                                                      {"lens", lens_text(c.seqlens)}});
 }
 
 inline std::vector<const KernelPlan*> family_plans() {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -27,6 +28,12 @@
 #include "mla_decode/common/workspace.hpp"
 #include "mla_decode/reference/reference.hpp"
 #include "kernels/mla_decode/mla_test_util.hpp"
+#if CUTELAB_WITH_FLASHINFER
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+
+#include "baseline/mla_decode/flashinfer_sm90_fp8kv/flashinfer_sm90_fp8kv_v1/workspace.hpp"
+#endif
 
 namespace cutelab::mla {
 namespace {
@@ -91,6 +98,40 @@ TEST(MlaDecodeWorkspaceGpu, NanFillsExactlyTheSlotsNoRequestOwns) {
   EXPECT_TRUE(all_poisoned(ws.lse.view()));
 }
 
+#if CUTELAB_WITH_FLASHINFER
+// The FP8-KV baseline's inputs: the bf16 cache holds exactly what FlashInfer dequantises
+// (bf16(e4m3 * scale)), NaN stays NaN, and the scale uses e4m3's range.
+TEST(MlaDecodeWorkspaceGpu, Fp8KvCacheIsTheDequantisedBf16Cache) {
+  CUTELAB_REQUIRE_GPU();
+  const flashinfer_sm90_fp8kv_v1::Fp8KvWorkspace ws(make_case(2, 1, 16, 1, false, DType::bf16, {100, 70}),
+                                                    13);
+  const float scale = ws.kv_scale;
+  EXPECT_EQ(__bfloat162float(__float2bfloat16_rn(scale)), scale) << "the scale is a bf16 value";
+  const std::vector<std::uint16_t> kv = copy_to_host<std::uint16_t>(ws.kv_cache.view());
+  std::vector<__nv_fp8_e4m3> q(kv.size());
+  ASSERT_EQ(ws.kv_e4m3.bytes(), q.size());
+  CUTELAB_CUDA(cudaMemcpy(q.data(), ws.kv_e4m3.data(), q.size(), cudaMemcpyDeviceToHost));
+  std::size_t nans = 0, mismatches = 0;
+  float largest = 0;
+  for (std::size_t i = 0; i < kv.size(); ++i) {
+    const float e = static_cast<float>(q[i]);
+    const bool nan = is_nan_bits(kv[i], DType::bf16);
+    ASSERT_EQ(nan, std::isnan(e)) << "element " << i;
+    if (nan) {
+      ++nans;
+      continue;
+    }
+    largest = std::max(largest, std::fabs(e));
+    __nv_bfloat16 want = __float2bfloat16_rn(e * scale);
+    mismatches += std::memcmp(&want, &kv[i], sizeof(want)) != 0;
+  }
+  EXPECT_EQ(mismatches, 0u);
+  EXPECT_GT(nans, 0u) << "page tails and unowned pages hold NaN";
+  EXPECT_GT(largest, 224.f) << "the scale maps the largest value near e4m3's 448";
+  EXPECT_LE(largest, 448.f);
+}
+#endif
+
 // ---------------------------------------------------------------------------------------------
 // fp32 GPU reference against fp64 on the CPU.
 
@@ -149,12 +190,9 @@ struct Corruption {
   std::string message;        // empty: must be accepted
 };
 
-// b = 3, lengths {100, 64, 5}, table width 3 (capacity 192), 6 + 1 + 2 = 9 pages.
-MlaDecodeCase checked_case() {
-  MlaDecodeCase c = make_case(3, 1, 16, 1, false, DType::bf16, {100, 64, 5});
-  c.max_blocks_per_seq = 3;
-  return c;
-}
+// b = 3, lengths {100, 64, 150}, table width 3 (capacity 192), 2 + 1 + 3 + 1 + 2 = 9 pages. The
+// width is the one the lengths need, so a plan's own inputs for problem_for() are this case.
+MlaDecodeCase checked_case() { return make_case(3, 1, 16, 1, false, DType::bf16, {100, 64, 150}); }
 
 std::vector<Corruption> corruptions(int num_blocks) {
   return {
@@ -197,8 +235,7 @@ TEST(MlaDecodeChecked, EveryPlanRejectsBeforeWritingAnything) {
   CUTELAB_REQUIRE_GPU();
   const std::vector<const KernelPlan*> plans = family_plans();
   ASSERT_FALSE(plans.empty()) << "no plan of family mla_decode is registered";
-  MlaDecodeWorkspace ws(checked_case(), 41);
-  const Problem problem = problem_for(ws.spec());
+  const Problem problem = problem_for(checked_case());
   int ran = 0;
   for (const KernelPlan* plan : plans) {
     const std::string name = plan->id().full();
@@ -206,6 +243,12 @@ TEST(MlaDecodeChecked, EveryPlanRejectsBeforeWritingAnything) {
       std::cout << "[ INFO ] " << name << " skipped: " << *why << "\n";
       continue;
     }
+    // The plan's own inputs (a design may read another form of the case: an e4m3 cache).
+    const std::unique_ptr<Workspace> own = plan->inputs(problem, 41);
+    auto* family_ws = dynamic_cast<MlaDecodeWorkspace*>(own.get());
+    ASSERT_NE(family_ws, nullptr) << name << ": its workspace is not an MLA decode workspace";
+    MlaDecodeWorkspace& ws = *family_ws;
+    ASSERT_EQ(ws.spec().blocks_per_seq(), 3) << name;
     std::optional<ConfigDesc> config;
     for (const ConfigDesc& c : plan->configs(problem, device()))
       if (!plan->validate(problem, c, device())) {
