@@ -3,7 +3,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
+#include <cuda/functional>
 
 #include "cutelab/core/error.hpp"
 #include "cutelab/device/sm90/pdl.cuh"
@@ -19,9 +21,11 @@ static_assert(kScheduleMaxBatch >= kMaxBatch, "one schedule block must cover the
 __global__ void __launch_bounds__(kScheduleThreads)
 split_schedule_kernel(const int* __restrict__ seqlens, int b, SplitSchedule s) {
   using Scan = cub::BlockScan<int, kScheduleThreads>;
+  using Reduce = cub::BlockReduce<int, kScheduleThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ typename Reduce::TempStorage reduce_storage;
   __shared__ int cost_end[kScheduleThreads];  // inclusive prefix of costs
-  __shared__ int total_cost;
+  __shared__ int total_cost, max_cost;
 
   const int i = threadIdx.x;
   const int len = i < b ? seqlens[i] : 0;
@@ -30,11 +34,28 @@ split_schedule_kernel(const int* __restrict__ seqlens, int b, SplitSchedule s) {
   const int cost = n > 0 ? n + s.fixed_overhead_blocks : 0;
   int begin = 0, total = 0;
   Scan(scan_storage).ExclusiveSum(cost, begin, total);
+  const int largest = Reduce(reduce_storage).Reduce(cost, cuda::maximum<>{});  // valid in thread 0
   cost_end[i] = begin + cost;
-  if (i == 0) total_cost = total;
+  if (i == 0) {
+    total_cost = total;
+    max_cost = largest;
+  }
   __syncthreads();
 
   const int per_part = max(max(1, s.min_blocks_per_part), (total_cost + s.num_parts - 1) / s.num_parts);
+  // One whole request per part when every request fits in a part give or take its fixed
+  // overhead: the longest part is then no longer than a cut line would make it, and nothing is
+  // split (no partials, no second piece of any request).
+  const bool whole = b <= s.num_parts && max_cost <= per_part + s.fixed_overhead_blocks;
+  if (whole) {
+    for (int p = i; p < s.num_parts; p += kScheduleThreads) {
+      const int req = min(p, b), next = min(p + 1, b);
+      s.parts[p] = PartInfo{req, 0, next, 0};
+    }
+    if (i < b) s.requests[i] = RequestSplit{n > 0 ? 1 : 0, 0, i, n};
+    sm90::allow_dependent_launch();
+    return;
+  }
 
   // Part p starts at the first block whose position on the cost line is >= p * per_part.
   for (int p = i; p <= s.num_parts; p += kScheduleThreads) {

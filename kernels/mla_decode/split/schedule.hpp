@@ -8,6 +8,9 @@
 // [p*P, (p+1)*P). A request cut by a part boundary is "split": each of its pieces writes fp32
 // partial output + lse into a slot, and the combine kernel merges them. Unsplit requests are
 // written directly by the main kernel. Pieces of split requests number at most 2 * num_parts.
+// When there are no more requests than parts and the longest request costs at most a part plus
+// F, each request gets a part of its own instead and nothing is split (b = 128 at s_k 4096 on
+// 132 parts: no partials, no combine work).
 //
 // Source of the idea: FlashMLA's get_mla_metadata (deepseek-ai/FlashMLA), which balances the same
 // cost line with a fixed per-request overhead; this implementation (block scans, a binary search

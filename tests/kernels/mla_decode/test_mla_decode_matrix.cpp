@@ -92,6 +92,10 @@ std::vector<MatrixCase> matrix_cases() {
   add("var200", 64, 1, 1, 1, false, random_lens(64, 0, 200, 5, 4));
   add("len4096", 64, 1, 16, 1, false, std::vector<int>(64, 4096));
   add("normal4096", 64, 2, 128, 1, true, normal_lens(64, 4096, 2, 5));
+  // No more requests than parts, each fitting in one: the schedule gives each request a part of
+  // its own and splits nothing (with and without empty requests).
+  add("len256", 128, 1, 32, 1, false, std::vector<int>(128, 256));
+  add("var256", 100, 1, 16, 1, false, random_lens(100, 1, 256, 9, 6));
   return v;
 }
 
