@@ -1,0 +1,73 @@
+#pragma once
+// paged_sm90 v4: every compile-time constant, layout, GEMM atom, the shared-memory plan and the
+// barriers of the version (README.md beside this file gives the design and its reasoning).
+//
+// Two warpgroups, no producer warp. Warpgroup 1 owns S = Q K^T and the softmax of every page:
+// it publishes P (bf16) and the rows' rescale factors in shared memory (one-way: it never waits
+// for warpgroup 0) and multiplies P from registers into O[:, 256:512]; warpgroup 0 multiplies
+// the published P into O[:, 0:256]. The two KV buffers are a ring consumed page by page: page g
+// sits in buffer g % 2, and once both warpgroups have finished reading it, warpgroup 0 refills
+// the buffer with page g + 2, so a whole page's time is always there for the next load.
+
+#include <cstdint>
+
+#include "cute/mla_decode/paged_sm90/common/traits.hpp"
+
+namespace cutelab::mla::paged_sm90_v4 {
+
+template <class Element_>
+struct Traits : paged_sm90::TileConstants, paged_sm90::TraitsTypes<Element_> {
+  using Element = Element_;  // cute::bfloat16_t or cute::half_t
+  using Types = paged_sm90::TraitsTypes<Element_>;
+
+  static constexpr int kLatentChunks = kHeadDimV / kChunk;  // chunks 0-7 are also V
+  static constexpr int kWarpgroups = 2;
+  static constexpr int kThreads = 128 * kWarpgroups;
+  static constexpr int kStages = 2;  // KV buffers: page g in buffer g % 2
+  static constexpr std::uint32_t kChunkBytes = kBlockN * kChunk * sizeof(Element);
+  static constexpr int kQKStepsPerChunk = kChunk / 16;
+
+  static_assert(kVColsPerWarpgroup * kWarpgroups == kHeadDimV);
+
+  // Q tile in shared memory: the 512 latent columns (the RoPE columns live in warpgroup 1's registers).
+  using SmemLayoutQ = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
+                                                   cute::Shape<cute::Int<kBlockM>, cute::Int<kHeadDimV>>{}));
+  // P of one page: (rows, tokens), K-major: the A operand of warpgroup 0's P V.
+  using SmemLayoutP = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
+                                                   cute::Shape<cute::Int<kBlockM>, cute::Int<kBlockN>>{}));
+
+  using TiledMmaQKRope = decltype(cute::make_tiled_mma(
+      cute::SM90::GMMA::rs_op_selector<Element, Element, float, typename Types::QKShape, cute::GMMA::Major::K,
+                                       cute::GMMA::Major::K>()));
+  using TiledMmaPVRegisters = decltype(cute::make_tiled_mma(
+      cute::SM90::GMMA::rs_op_selector<Element, Element, float, typename Types::PVShape, cute::GMMA::Major::K,
+                                       cute::GMMA::Major::MN>()));
+  using TiledMmaPVShared = decltype(cute::make_tiled_mma(
+      cute::SM90::GMMA::ss_op_selector<Element, Element, float, typename Types::PVShape, cute::GMMA::Major::K,
+                                       cute::GMMA::Major::MN>()));
+
+  struct alignas(1024) SharedStorage {
+    alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>> q;
+    alignas(1024) cute::array_aligned<Element, kTileElements> kv[kStages];
+    // P of buffer s's page.
+    alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutP>> p[kStages];
+    float scale[kStages][kBlockM];  // exp2(previous max - max after the page), per row
+    float final_max[2][kBlockM];    // a piece's running max (log2 units) and row sum, by piece parity
+    float final_sum[2][kBlockM];
+    alignas(8) std::uint64_t kv_ready[kStages][kNumChunks];  // TMA bytes of one chunk landed
+    // Warpgroup 1 published P and the scales of buffer s's page: its 128 threads arrive.
+    alignas(8) std::uint64_t p_ready[kStages];
+    // Both warpgroups finished reading buffer s (their P V waited): 256 arrivals.
+    alignas(8) std::uint64_t buffer_free[kStages];
+    // final_max / final_sum slot s: written by warpgroup 1 (ready, 128 arrivals), read by
+    // warpgroup 0 (read, 128 arrivals) before warpgroup 1 may write it again two pieces later.
+    alignas(8) std::uint64_t final_ready[2];
+    alignas(8) std::uint64_t final_read[2];
+  };
+
+  // Named barriers (ids after CUTLASS's reserved ones): one per warpgroup, for its own threads
+  // (Q tile loaded, V tail zeroed).
+  enum Barrier : std::uint32_t { kWarpgroupSync = 1 };
+};
+
+}  // namespace cutelab::mla::paged_sm90_v4

@@ -1,0 +1,406 @@
+#pragma once
+// paged_sm90 v4 device code. config.hpp has the design in one paragraph, README.md the
+// reasoning and the measurements.
+
+#include <cuda.h>
+
+#include <cutlass/arch/barrier.h>
+#include <cute/arch/copy_sm80.hpp>
+#include <cute/tensor.hpp>
+#include <cutlass/detail/helper_macros.hpp>
+
+#include "cute/mla_decode/paged_sm90/common/pieces.cuh"
+#include "cute/mla_decode/paged_sm90/paged_sm90_v4/config.hpp"
+#include "cutelab/device/fast_math.cuh"
+#include "cutelab/device/sm90/opaque.cuh"
+#include "cutelab/device/sm90/pdl.cuh"
+
+namespace cutelab::mla::paged_sm90_v4 {
+
+using paged_sm90::Params;
+using FullBarrier = cutlass::arch::ClusterTransactionBarrier;  // TMA bytes of one chunk landed
+using SignalBarrier = cutlass::arch::ClusterBarrier;           // mbarrier: release on arrive, acquire on wait
+using NamedBarrier = cutlass::arch::NamedBarrier;
+
+// The part's pages in the order the loop consumes them, across its request pieces: the loads run
+// ahead into the next piece while the current one finishes.
+struct PageCursor {
+  int req = 0;  // past the part's last request: nothing left to load
+  int blk = 0;
+};
+
+struct PartWalk {
+  const Params& p;
+  PartInfo part;
+  int last_req;  // last request of the part (the schedule may end a part at request b)
+
+  // The same pieces as for_each_piece walks: the two must agree page for page.
+  CUTE_DEVICE int first(int req) const { return paged_sm90::piece_first(part, req); }
+  CUTE_DEVICE int end(int req) const { return paged_sm90::piece_end(p, part, req); }
+  CUTE_DEVICE bool valid(const PageCursor& c) const { return c.req <= last_req; }
+  CUTE_DEVICE void settle(PageCursor& c) const {
+    while (c.req <= last_req && c.blk >= end(c.req)) {
+      ++c.req;
+      c.blk = first(c.req);
+    }
+  }
+  CUTE_DEVICE PageCursor start() const {
+    PageCursor c{part.begin_req, first(part.begin_req)};
+    settle(c);
+    return c;
+  }
+  CUTE_DEVICE void advance(PageCursor& c) const {
+    ++c.blk;
+    settle(c);
+  }
+  CUTE_DEVICE int page_id(const PageCursor& c) const {
+    return valid(c) ? p.block_table[static_cast<int64_t>(c.req) * p.max_blocks + c.blk] : 0;
+  }
+};
+
+template <class T>
+struct Kernel {
+  static_assert(T::kStages == 2 && T::kWarpgroups == 2);
+  using Element = typename T::Element;
+  using SharedStorage = typename T::SharedStorage;
+  static constexpr int kBlockM = T::kBlockM;
+  static constexpr int kBlockN = T::kBlockN;
+  static constexpr int kSteps = T::kQKStepsPerChunk;
+
+  CUTE_DEVICE static float base_of(float running_max) { return running_max == -INFINITY ? 0.f : running_max; }
+
+  CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map) {
+    extern __shared__ __align__(1024) char smem_raw[];
+    auto& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
+    if (threadIdx.x == 0) {
+      cute::prefetch_tma_descriptor(kv_map);
+      for (int s = 0; s < T::kStages; ++s) {
+        for (int c = 0; c < T::kNumChunks; ++c) FullBarrier::init(&smem.kv_ready[s][c], 1);
+        SignalBarrier::init(&smem.p_ready[s], 128);
+        SignalBarrier::init(&smem.buffer_free[s], T::kThreads);
+        SignalBarrier::init(&smem.final_ready[s], 128);
+        SignalBarrier::init(&smem.final_read[s], 128);
+      }
+      cutlass::arch::fence_barrier_init();
+    }
+    // Everything above overlaps the previous kernel; the schedule is read only after it.
+    sm90::wait_for_prior_grid();
+    sm90::allow_dependent_launch();  // the combine's blocks wait on the device for this grid
+    const PartInfo part = p.schedule.parts[blockIdx.y];
+    __syncthreads();
+    if (threadIdx.x < 128)
+      consume<0>(p, kv_map, smem, part);
+    else
+      consume<1>(p, kv_map, smem, part);
+  }
+
+  // Loads page `page` into buffer `buf`, chunk by chunk; one thread.
+  CUTE_DEVICE static void load_page(const Params& p, const CUtensorMap* kv_map, SharedStorage& smem, int buf,
+                                    int page, int kv_head) {
+    Element* tile = smem.kv[buf].data();
+    CUTE_UNROLL
+    for (int c = 0; c < T::kNumChunks; ++c) {
+      FullBarrier::arrive_and_expect_tx(&smem.kv_ready[buf][c], T::kChunkBytes);
+      cute::SM90_TMA_LOAD_4D::copy(kv_map, &smem.kv_ready[buf][c], p.kv_cache_hint,
+                                   tile + c * kBlockN * T::kChunk, c * T::kChunk, kv_head, 0, page);
+    }
+  }
+
+  // Warpgroup 1 (kWG = 1): S, softmax, P, O[:, 256:512]. Warpgroup 0: O[:, 0:256] and the loads.
+  template <int kWG>
+  CUTE_DEVICE static void consume(const Params& p, const CUtensorMap* kv_map, SharedStorage& smem,
+                                  const PartInfo& part) {
+    using namespace cute;
+    constexpr bool kOwner = kWG == 1;  // owns S and the softmax
+    const auto kv_head = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
+      return sm90::opaque(static_cast<int>(blockIdx.x)) / p.m_tiles;
+    };
+    const auto m_tile = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
+      return sm90::opaque(static_cast<int>(blockIdx.x)) % p.m_tiles;
+    };
+    const int wg_thread = threadIdx.x % 128;
+    const int lane = threadIdx.x % 32;
+    // Accumulator rows of this thread: r0 and r0 + 8; columns col0 + (i & 1) + 8 * (i >> 2).
+    const int r0 = (wg_thread / 32) * 16 + lane / 4;
+    const int col0 = 2 * (lane % 4);
+    const bool elected = wg_thread == 0;
+
+    typename T::TiledMmaQK mma_qk;
+    typename T::TiledMmaQKRope mma_rope;
+    typename T::TiledMmaPVRegisters mma_pv_regs;
+    typename T::TiledMmaPVShared mma_pv_smem;
+    auto thr_qk = mma_qk.get_thread_slice(wg_thread);
+    auto thr_rope = mma_rope.get_thread_slice(wg_thread);
+    auto thr_pv_regs = mma_pv_regs.get_thread_slice(wg_thread);
+    auto thr_pv_smem = mma_pv_smem.get_thread_slice(wg_thread);
+    const auto page_shape = Shape<Int<kBlockM>, Int<kBlockN>>{};
+
+    Tensor tSrQRope = make_tensor<Element>(partition_shape_A(mma_rope, page_shape));  // (MMA,1,4)
+    Tensor tSrS = partition_fragment_C(mma_qk, page_shape);  // (MMA,1,1) S, then P (fp32)
+    Tensor tOrP = make_tensor<Element>(partition_shape_A(mma_pv_regs, page_shape));  // (MMA,1,4)
+    Tensor tOrO =
+        partition_fragment_C(mma_pv_regs, Shape<Int<kBlockM>, Int<T::kVColsPerWarpgroup>>{});  // (MMA,1,1)
+
+    // --- the page ring: warpgroup 0's elected thread loads pages in consumption order ----------
+    const PartWalk walk{p, part, min(part.end_req, p.b - 1)};
+    PageCursor next = walk.start();
+    int next_page = walk.page_id(next);
+    const auto load_next = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {
+      if (walk.valid(next)) load_page(p, kv_map, smem, buf, next_page, kv_head());
+      walk.advance(next);
+      next_page = walk.page_id(next);
+    };
+    if constexpr (!kOwner) {
+      if (elected) {
+        load_next(0);
+        load_next(1);
+      }
+    }
+    int g = 0;      // pages consumed so far by this CTA: page g sits in buffer g % 2
+    int piece = 0;  // pieces finished, for the parity of final_max / final_sum
+
+    // --- S = Q K^T of buffer `buf`, chunk by chunk as the chunks land (warpgroup 1) -------------
+    const auto qk = [&](int buf, int phase) CUTLASS_LAMBDA_FUNC_INLINE {
+      Tensor sQo =
+          make_tensor(make_smem_ptr(sm90::opaque(smem.q.data())), typename T::SmemLayoutQ{});  // (BLK_M,512)
+      Tensor sK = make_tensor(make_smem_ptr(sm90::opaque(smem.kv[buf].data())),
+                              typename T::SmemLayoutK{});                    // (BLK_N,576)
+      Tensor tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQo));         // (MMA,1,32)
+      Tensor tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK));          // (MMA,1,36)
+      Tensor tSrKRope = thr_rope.make_fragment_B(thr_rope.partition_B(sK));  // (MMA,1,36)
+      warpgroup_fence_operand(tSrS);
+      mma_qk.accumulate_ = GMMA::ScaleOut::Zero;
+      CUTE_UNROLL
+      for (int c = 0; c < T::kLatentChunks; ++c) {
+        FullBarrier::wait(&smem.kv_ready[buf][c], phase);
+        warpgroup_arrive();
+        CUTE_UNROLL
+        for (int k = c * kSteps; k < (c + 1) * kSteps; ++k) {
+          cute::gemm(mma_qk, tSrQ(_, _, k), tSrK(_, _, k), tSrS);
+          mma_qk.accumulate_ = GMMA::ScaleOut::One;
+        }
+      }
+      constexpr int c = T::kLatentChunks;
+      FullBarrier::wait(&smem.kv_ready[buf][c], phase);
+      warpgroup_arrive();
+      mma_rope.accumulate_ = GMMA::ScaleOut::One;
+      CUTE_UNROLL
+      for (int k = 0; k < kSteps; ++k)
+        cute::gemm(mma_rope, tSrQRope(_, _, k), tSrKRope(_, _, c * kSteps + k), tSrS);
+      warpgroup_commit_batch();  // waited by the caller
+    };
+    // V columns of this warpgroup's half of O in buffer `buf`.
+    const auto v_half = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {
+      return make_tensor(make_smem_ptr(sm90::opaque(smem.kv[buf].data() + kWG * T::kVHalfOffset)),
+                         typename T::SmemLayoutV{});  // (256,BLK_N)
+    };
+    // O += P V, committed; waited here unless the caller waits (warpgroup 1 queues the next Q K^T first).
+    const auto pv = [&](int buf, auto wait) CUTLASS_LAMBDA_FUNC_INLINE {
+      warpgroup_fence_operand(tOrO);
+      if constexpr (kOwner) {
+        Tensor tOrV = thr_pv_regs.make_fragment_B(thr_pv_regs.partition_B(v_half(buf)));  // (MMA,1,4)
+        warpgroup_fence_operand(tOrP);
+        warpgroup_arrive();
+        CUTE_UNROLL
+        for (int k = 0; k < size<2>(tOrP); ++k) cute::gemm(mma_pv_regs, tOrP(_, _, k), tOrV(_, _, k), tOrO);
+        warpgroup_fence_operand(tOrP);
+      } else {
+        Tensor sP = make_tensor(make_smem_ptr(sm90::opaque(smem.p[buf].data())),
+                                typename T::SmemLayoutP{});                               // (BLK_M,BLK_N)
+        Tensor tOrPs = thr_pv_smem.make_fragment_A(thr_pv_smem.partition_A(sP));          // (MMA,1,4)
+        Tensor tOrV = thr_pv_smem.make_fragment_B(thr_pv_smem.partition_B(v_half(buf)));  // (MMA,1,4)
+        warpgroup_arrive();
+        CUTE_UNROLL
+        for (int k = 0; k < size<2>(tOrPs); ++k) cute::gemm(mma_pv_smem, tOrPs(_, _, k), tOrV(_, _, k), tOrO);
+      }
+      warpgroup_commit_batch();
+      if constexpr (decltype(wait)::value) {
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(tOrO);
+      }
+    };
+    // Once the running max settles most scales are exactly 1: skip the 128 multiplies then.
+    const auto scale_o = [&](const float(&s)[2]) CUTLASS_LAMBDA_FUNC_INLINE {
+      if (__any_sync(0xffffffffu, s[0] != 1.f || s[1] != 1.f)) {
+        CUTE_UNROLL
+        for (int i = 0; i < size(tOrO); ++i) tOrO(i) *= s[(i >> 1) & 1];
+      }
+    };
+    // Element pairs (columns c, c + 1) are adjacent in the swizzled P layout: one 4-byte store.
+    const auto store_p = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {
+      Tensor sP = make_tensor(make_smem_ptr(smem.p[buf].data()), typename T::SmemLayoutP{});  // (BLK_M,BLK_N)
+      const int row = sm90::opaque(r0), col = sm90::opaque(col0);
+      CUTE_UNROLL
+      for (int i = 0; i < size(tOrP); i += 2) {
+        const int r = row + 8 * ((i >> 1) & 1), c = col + 8 * (i >> 2);
+        __nv_bfloat162 pair;  // same bits for half_t: only moved, never converted
+        reinterpret_cast<Element*>(&pair)[0] = tOrP(i);
+        reinterpret_cast<Element*>(&pair)[1] = tOrP(i + 1);
+        *reinterpret_cast<std::uint32_t*>(&sP(r, c)) = *reinterpret_cast<const std::uint32_t*>(&pair);
+      }
+      cutlass::arch::fence_view_async_shared();  // generic stores, then warpgroup 0's wgmma reads
+    };
+
+    paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
+      const int seqlen = p.seqlens[req];
+      const int last_page = p.schedule.requests[req].num_blocks - 1;
+      // Tokens past the sequence's end may hold anything (NaN in the tests): 0 * NaN is NaN in
+      // the tensor core, so each reader of a last page's V zeroes its V columns of those rows.
+      const auto zero_tail = [&](int buf, int page) CUTLASS_LAMBDA_FUNC_INLINE {
+        const int valid = max(0, sm90::opaque(seqlen) - page * kBlockN);  // (negative only for a stale plan)
+        if (page == sm90::opaque(last_page) && valid < kBlockN)
+          paged_sm90::zero_v_tail<T>(smem.kv[buf].data(), valid, kWG, T::kWarpgroupSync + kWG);
+      };
+      float run_max[2] = {-INFINITY, -INFINITY};  // log2 units of the scaled logits (warpgroup 1)
+      float row_sum[2] = {0.f, 0.f};              // this thread's share (warpgroup 1)
+      clear(tOrO);
+
+      if constexpr (kOwner) {
+        // Q tile: 512 latent columns into shared memory (16-byte cp.async, padded rows zero);
+        // this thread's RoPE operand straight into registers. Only this warpgroup reads Q, and
+        // its previous piece's Q K^T has been waited on.
+        constexpr int kVecs = T::kHeadDimV / 8;
+        Tensor sQ = make_tensor(make_smem_ptr(sm90::opaque(smem.q.data())),
+                                typename T::SmemLayoutQ{});  // (BLK_M,512)
+        for (int idx = wg_thread; idx < kBlockM * kVecs; idx += 128) {
+          const int r = idx / kVecs, v = idx % kVecs;
+          const int packed = m_tile() * kBlockM + r;
+          const bool live = packed < p.rows_per_head;
+          const Element* src = live ? paged_sm90::q_row<Element>(p, req, kv_head(), packed) + v * 8
+                                    : static_cast<const Element*>(p.q);
+          SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>::copy(
+              *reinterpret_cast<const uint128_t*>(src), *reinterpret_cast<uint128_t*>(&sQ(r, v * 8)), live);
+        }
+        cp_async_fence();
+        const int packed0 = m_tile() * kBlockM + sm90::opaque(r0);
+        const bool live0 = packed0 < p.rows_per_head, live8 = packed0 + 8 < p.rows_per_head;
+        const Element* rope0 =
+            paged_sm90::q_row<Element>(p, req, kv_head(), live0 ? packed0 : 0) + T::kHeadDimV;
+        const Element* rope8 =
+            paged_sm90::q_row<Element>(p, req, kv_head(), live8 ? packed0 + 8 : 0) + T::kHeadDimV;
+        CUTE_UNROLL
+        for (int i = 0; i < size(tSrQRope); i += 2) {  // column pairs: one 4-byte load
+          const int c = col0 + 8 * (i >> 2);
+          const bool upper = (i >> 1) & 1;
+          const auto pair = *reinterpret_cast<const cute::array<Element, 2>*>((upper ? rope8 : rope0) + c);
+          const bool live = upper ? live8 : live0;
+          tSrQRope(i) = live ? pair[0] : Element(0);
+          tSrQRope(i + 1) = live ? pair[1] : Element(0);
+        }
+        cp_async_wait<0>();
+        cutlass::arch::fence_view_async_shared();  // cp.async writes, then wgmma reads
+        NamedBarrier::sync(128, T::kWarpgroupSync + kWG);
+
+        int limit[2];  // keys visible to rows r0 and r0 + 8
+        for (int h = 0; h < 2; ++h) {
+          const int packed = min(m_tile() * kBlockM + sm90::opaque(r0) + 8 * h, p.rows_per_head - 1);
+          limit[h] = p.causal ? seqlen - p.s_q + packed / p.heads_per_kv + 1 : seqlen;
+        }
+        const int min_limit = p.causal ? seqlen - p.s_q + 1 : seqlen;
+
+        // Software-pipelined by one Q K^T: page g + 1's S is queued behind page g's P V, so the
+        // tensor cores have it while warpgroup 0's P V and this warpgroup's softmax run. The
+        // last page of a piece is a second instance of the step without the next Q K^T (a wgmma
+        // issued under a run-time branch makes ptxas serialize every wgmma: C7520).
+        const auto step = [&](int page, auto has_next) CUTLASS_LAMBDA_FUNC_INLINE {
+          const int buf = g & 1;
+          warpgroup_wait<0>();  // this page's S (the previous P V was waited)
+          warpgroup_fence_operand(tSrS);
+          // Softmax of the page against the running max; P in registers (bf16) and in shared memory.
+          const bool needs_mask = (page + 1) * kBlockN > min_limit;
+          float page_max[2] = {-INFINITY, -INFINITY};
+          CUTE_UNROLL
+          for (int i = 0; i < size(tSrS); ++i) {
+            const int h = (i >> 1) & 1;
+            if (needs_mask && page * kBlockN + col0 + (i & 1) + 8 * (i >> 2) >= limit[h]) tSrS(i) = -INFINITY;
+            page_max[h] = fmaxf(page_max[h], tSrS(i));
+          }
+          float scale[2], base[2];
+          CUTE_UNROLL
+          for (int h = 0; h < 2; ++h) {
+            const float m_new = fmaxf(run_max[h], paged_sm90::quad_max(page_max[h]) * p.scale_log2);
+            // A row that has seen only masked keys keeps max -inf; exp2(-inf - 0) = 0 keeps P at 0.
+            base[h] = base_of(m_new);
+            scale[h] = device::ex2_approx_ftz(run_max[h] - base[h]);
+            run_max[h] = m_new;
+            row_sum[h] *= scale[h];
+          }
+          CUTE_UNROLL
+          for (int i = 0; i < size(tSrS); ++i) {
+            const int h = (i >> 1) & 1;
+            const float prob = device::ex2_approx_ftz(fmaf(tSrS(i), p.scale_log2, -base[h]));
+            row_sum[h] += prob;
+            tOrP(i) = static_cast<Element>(prob);  // the accumulator's order is the RS A-operand order
+          }
+          store_p(buf);
+          if (col0 == 0)
+            for (int h = 0; h < 2; ++h) smem.scale[buf][r0 + 8 * h] = scale[h];
+          SignalBarrier::arrive(&smem.p_ready[buf]);
+          scale_o(scale);
+          zero_tail(buf, page);
+          pv(buf, cute::false_type{});
+          if constexpr (decltype(has_next)::value) {
+            qk((g + 1) & 1, ((g + 1) >> 1) & 1);
+            warpgroup_wait<1>();  // this P V is done; the next Q K^T may still run
+          } else {
+            warpgroup_wait<0>();
+          }
+          warpgroup_fence_operand(tOrO);
+          SignalBarrier::arrive(&smem.buffer_free[buf]);
+          ++g;
+        };
+        qk(g & 1, (g >> 1) & 1);
+        for (int page = first; page < end - 1; ++page) step(page, cute::true_type{});
+        step(end - 1, cute::false_type{});
+        // The piece's row state for warpgroup 0, in slot piece % 2 once warpgroup 0 has read
+        // what that slot held two pieces ago. j-th use of slot s = piece s + 2j: parity j & 1.
+        for (int h = 0; h < 2; ++h) row_sum[h] = paged_sm90::quad_sum(row_sum[h]);
+        const int slot = piece & 1;
+        if (piece >= 2) SignalBarrier::wait(&smem.final_read[slot], ((piece - 2) >> 1) & 1);
+        if (col0 == 0)
+          for (int h = 0; h < 2; ++h) {
+            smem.final_max[slot][r0 + 8 * h] = run_max[h];
+            smem.final_sum[slot][r0 + 8 * h] = row_sum[h];
+          }
+        SignalBarrier::arrive(&smem.final_ready[slot]);
+      } else {
+        for (int page = first; page < end; ++page, ++g) {
+          const int buf = g & 1, phase = (g >> 1) & 1;
+          SignalBarrier::wait(&smem.p_ready[buf], phase);
+          float scale[2];
+          for (int h = 0; h < 2; ++h) scale[h] = smem.scale[buf][r0 + 8 * h];
+          scale_o(scale);
+          zero_tail(buf, page);
+          pv(buf, cute::true_type{});
+          SignalBarrier::arrive(&smem.buffer_free[buf]);
+          if (elected) {  // refill the buffer with page g + 2 once both have read it
+            SignalBarrier::wait(&smem.buffer_free[buf], phase);
+            load_next(buf);
+          }
+        }
+        const int slot = piece & 1;
+        SignalBarrier::wait(&smem.final_ready[slot], (piece >> 1) & 1);
+        for (int h = 0; h < 2; ++h) {
+          run_max[h] = smem.final_max[slot][r0 + 8 * h];
+          row_sum[h] = smem.final_sum[slot][r0 + 8 * h];
+        }
+        SignalBarrier::arrive(&smem.final_read[slot]);
+      }
+      // Opaque row and column: their addresses are made here, not kept live through the piece.
+      paged_sm90::write_piece<Element, T::kHeadDimV, kBlockM>(
+          p, sm90::opaque(req), kv_head(), m_tile(), blockIdx.y, sm90::opaque(r0),
+          kWG * T::kVColsPerWarpgroup + sm90::opaque(col0), kOwner && col0 == 0, run_max, row_sum, tOrO);
+      ++piece;
+    });
+  }
+};
+
+template <class T>
+__global__ void __launch_bounds__(T::kThreads, 1)
+    paged_sm90_v4_kernel(const __grid_constant__ Params params, const __grid_constant__ CUtensorMap kv_map) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  Kernel<T>::run(params, &kv_map);
+#endif
+}
+
+}  // namespace cutelab::mla::paged_sm90_v4
