@@ -1,5 +1,0 @@
-#include "cute/mla_decode/paged_sm90/paged_sm90_v4/launch.cuh"
-
-namespace cutelab::mla::paged_sm90_v4 {
-template paged_sm90::MainKernel main_kernel<cute::bfloat16_t>();
-}  // namespace cutelab::mla::paged_sm90_v4
