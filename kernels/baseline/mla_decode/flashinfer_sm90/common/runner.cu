@@ -1,5 +1,6 @@
 #include "baseline/mla_decode/flashinfer_sm90/common/runner.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <utility>
