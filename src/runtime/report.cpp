@@ -363,7 +363,8 @@ std::vector<std::optional<double>> vs_best_baseline(const std::vector<RunResult>
   };
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const std::optional<double> us = time_of(i);
-    if (!us || runs[i].kernel.rfind("baseline/", 0) != 0) continue;
+    const std::optional<KernelId> id = KernelId::parse(runs[i].kernel);
+    if (!us || !id || id->tier != "baseline") continue;
     auto [it, fresh] = best.emplace(case_of[i], *us);
     if (!fresh) it->second = std::min(it->second, *us);
   }

@@ -1,11 +1,15 @@
 #pragma once
-// Device pieces every paged_sm90 version shares: walking a part's request pieces, the packed
-// row -> (query token, head) map and the address of a q row, zeroing the V rows past a
-// sequence's end, and writing a finished piece (final output or split partial).
+// Device pieces every paged_sm90 version shares: walking a part's request pieces and its pages,
+// the packed row -> (query token, head) map and the address of a q row, the Q tile load, P to
+// shared memory, the O rescale, zeroing the V rows past a sequence's end, and writing a finished
+// piece (final output or split partial).
 
 #include <cstdint>
 
+#include <cuda_bf16.h>
+
 #include <cutlass/arch/barrier.h>
+#include <cute/arch/copy_sm80.hpp>
 #include <cute/tensor.hpp>
 
 #include "cute/mla_decode/paged_sm90/common/params.hpp"
@@ -29,6 +33,45 @@ CUTE_DEVICE void for_each_piece(const Params& p, const PartInfo& pi, F&& f) {
   }
 }
 
+// A part's pages in the order a version loads them, across its request pieces (so the loads run
+// into the next piece while the current one finishes): every kStride-th page from `offset` of
+// each piece (v2: stride 2, one stream per buffer; v3: stride 1).
+struct PageCursor {
+  int req = 0;  // past the part's last request: nothing left to load
+  int blk = 0;
+};
+
+template <int kStride>
+struct PartWalk {
+  const Params& p;
+  PartInfo part;
+  int last_req;  // last request of the part (the schedule may end a part at request b)
+
+  // The same pieces as for_each_piece walks: the two must agree page for page.
+  CUTE_DEVICE int first(int req) const { return piece_first(part, req); }
+  CUTE_DEVICE int end(int req) const { return piece_end(p, part, req); }
+  CUTE_DEVICE bool valid(const PageCursor& c) const { return c.req <= last_req; }
+  // Moves c forward to the first piece (from c.req on) that has a page `offset`, offset + kStride, ...
+  CUTE_DEVICE void settle(PageCursor& c, int offset) const {
+    while (c.req <= last_req && c.blk >= end(c.req)) {
+      ++c.req;
+      c.blk = first(c.req) + offset;
+    }
+  }
+  CUTE_DEVICE PageCursor start(int offset) const {
+    PageCursor c{part.begin_req, first(part.begin_req) + offset};
+    settle(c, offset);
+    return c;
+  }
+  CUTE_DEVICE void advance(PageCursor& c, int offset) const {
+    c.blk += kStride;
+    settle(c, offset);
+  }
+  CUTE_DEVICE int page_id(const PageCursor& c) const {
+    return valid(c) ? p.block_table[static_cast<int64_t>(c.req) * p.max_blocks + c.blk] : 0;
+  }
+};
+
 // Packed query row -> (query token s, head) of this KV head.
 CUTE_DEVICE void row_coords(const Params& p, int packed_row, int kv_head, int& s, int& head) {
   s = packed_row / p.heads_per_kv;
@@ -42,6 +85,75 @@ CUTE_DEVICE const Element* q_row(const Params& p, int req, int kv_head, int pack
   row_coords(p, packed, kv_head, s, head);
   return static_cast<const Element*>(p.q) +
          ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * kHeadDimQK;
+}
+
+// Loads the Q tile of a piece: its 512 latent columns into shared memory (16-byte cp.async by
+// `threads` threads from `thread`, padded rows zero-filled) and this thread's RoPE operand of the
+// RS wgmma (rows r0 and r0 + 8, 16 columns) straight into registers. Register i of that operand
+// holds row r0 + 8 * ((i >> 1) & 1), column col0 + (i & 1) + 8 * (i >> 2), like the accumulator
+// (host-tested). Returns with the cp.async writes complete and fenced for wgmma reads; the
+// caller's barrier makes them visible to the other threads.
+template <class Traits, class FragRope>
+CUTE_DEVICE void load_q_tile(const Params& p, typename Traits::Element* q_smem, int req, int kv_head, int m_tile,
+                             int thread, int threads, int r0, int col0, FragRope& tSrQRope) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  constexpr int kBlockM = Traits::kBlockM;
+  constexpr int kVecs = Traits::kHeadDimV / 8;
+  Tensor sQ = make_tensor(make_smem_ptr(q_smem), typename Traits::SmemLayoutQ{});  // (BLK_M,512)
+  for (int idx = thread; idx < kBlockM * kVecs; idx += threads) {
+    const int r = idx / kVecs, v = idx % kVecs;
+    const int packed = m_tile * kBlockM + r;
+    const bool live = packed < p.rows_per_head;
+    const Element* src = live ? q_row<Element>(p, req, kv_head, packed) + v * 8 : static_cast<const Element*>(p.q);
+    SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>::copy(*reinterpret_cast<const uint128_t*>(src),
+                                                     *reinterpret_cast<uint128_t*>(&sQ(r, v * 8)), live);
+  }
+  cp_async_fence();
+  const int packed0 = m_tile * kBlockM + r0;
+  const bool live0 = packed0 < p.rows_per_head, live8 = packed0 + 8 < p.rows_per_head;
+  const Element* rope0 = q_row<Element>(p, req, kv_head, live0 ? packed0 : 0) + Traits::kHeadDimV;
+  const Element* rope8 = q_row<Element>(p, req, kv_head, live8 ? packed0 + 8 : 0) + Traits::kHeadDimV;
+  CUTE_UNROLL
+  for (int i = 0; i < size(tSrQRope); i += 2) {  // column pairs: one 4-byte load
+    const int c = col0 + 8 * (i >> 2);
+    const bool upper = (i >> 1) & 1;
+    const auto pair = *reinterpret_cast<const cute::array<Element, 2>*>((upper ? rope8 : rope0) + c);
+    const bool live = upper ? live8 : live0;
+    tSrQRope(i) = live ? pair[0] : Element(0);
+    tSrQRope(i + 1) = live ? pair[1] : Element(0);
+  }
+  cp_async_wait<0>();
+  cutlass::arch::fence_view_async_shared();  // cp.async writes, then wgmma reads
+}
+
+// Stores this thread's P (the RS operand, accumulator order) into the K-major P tile for another
+// warpgroup's SS wgmma. Element pairs (columns c, c + 1) are adjacent in the swizzled layout: one
+// 4-byte store each.
+template <class Traits, class FragP>
+CUTE_DEVICE void store_p(typename Traits::Element* p_smem, const FragP& tOrP, int r0, int col0) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  Tensor sP = make_tensor(make_smem_ptr(p_smem), typename Traits::SmemLayoutP{});  // (BLK_M,BLK_N)
+  CUTE_UNROLL
+  for (int i = 0; i < size(tOrP); i += 2) {
+    const int r = r0 + 8 * ((i >> 1) & 1), c = col0 + 8 * (i >> 2);
+    __nv_bfloat162 pair;  // same bits for half_t: only moved, never converted
+    reinterpret_cast<Element*>(&pair)[0] = tOrP(i);
+    reinterpret_cast<Element*>(&pair)[1] = tOrP(i + 1);
+    *reinterpret_cast<std::uint32_t*>(&sP(r, c)) = *reinterpret_cast<const std::uint32_t*>(&pair);
+  }
+  cutlass::arch::fence_view_async_shared();  // generic stores, then the other warpgroup's wgmma reads
+}
+
+// O rows r0 and r0 + 8 times s[0] and s[1]. Once the running max settles most scales are exactly
+// 1: the 128 multiplies are skipped then (a warp-uniform branch; no wgmma may be in flight on O).
+template <class FragO>
+CUTE_DEVICE void scale_rows(FragO& tOrO, const float (&s)[2]) {
+  if (__any_sync(0xffffffffu, s[0] != 1.f || s[1] != 1.f)) {
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(tOrO); ++i) tOrO(i) *= s[(i >> 1) & 1];
+  }
 }
 
 // Tokens past a sequence's end hold anything (NaN in the tests): P is 0 there, but 0 * NaN is

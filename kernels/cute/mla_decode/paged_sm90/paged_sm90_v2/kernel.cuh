@@ -24,44 +24,6 @@ using FullBarrier = cutlass::arch::ClusterTransactionBarrier;  // TMA bytes of o
 using PairBarrier = cutlass::arch::ClusterBarrier;  // mbarrier: release on arrive, acquire on wait
 using NamedBarrier = cutlass::arch::NamedBarrier;
 
-// The pages one KV buffer receives, in order: buffer k holds pages k, k + 2, k + 4, ... of each
-// piece of the part. Each column group of a buffer walks this sequence at its own refill times,
-// so the first pages of the next piece load while the current piece finishes.
-struct PageCursor {
-  int req = 0;  // past the part's last request: nothing left to load
-  int blk = 0;
-};
-
-struct PartWalk {
-  const Params& p;
-  PartInfo part;
-  int last_req;  // last request of the part (the schedule may end a part at request b)
-
-  // The same pieces as for_each_piece walks: the two must agree page for page.
-  CUTE_DEVICE int first(int req) const { return paged_sm90::piece_first(part, req); }
-  CUTE_DEVICE int end(int req) const { return paged_sm90::piece_end(p, part, req); }
-  CUTE_DEVICE bool valid(const PageCursor& c) const { return c.req <= last_req; }
-  // Moves c forward to the first piece (from c.req on) that has a page k, 2 + k, ...
-  CUTE_DEVICE void settle(PageCursor& c, int k) const {
-    while (c.req <= last_req && c.blk >= end(c.req)) {
-      ++c.req;
-      c.blk = first(c.req) + k;
-    }
-  }
-  CUTE_DEVICE PageCursor start(int k) const {
-    PageCursor c{part.begin_req, first(part.begin_req) + k};
-    settle(c, k);
-    return c;
-  }
-  CUTE_DEVICE void advance(PageCursor& c, int k) const {
-    c.blk += 2;
-    settle(c, k);
-  }
-  CUTE_DEVICE int page_id(const PageCursor& c) const {
-    return valid(c) ? p.block_table[static_cast<int64_t>(c.req) * p.max_blocks + c.blk] : 0;
-  }
-};
-
 template <class T>
 struct Kernel {
   // Two buffers, one page each per pair: buffer k holds pages k, k + 2, ... (PartWalk), and
@@ -144,8 +106,8 @@ struct Kernel {
     Tensor tOrO = partition_fragment_C(mma_local, Shape<Int<kBlockM>, Int<T::kVColsPerWarpgroup>>{});  // (MMA,1,1)
 
     // --- KV loads: this warpgroup refills column group kWG of both buffers ---------------------
-    const PartWalk walk{p, part, min(part.end_req, p.b - 1)};
-    PageCursor next[T::kStages] = {walk.start(0), walk.start(1)};
+    const paged_sm90::PartWalk<2> walk{p, part, min(part.end_req, p.b - 1)};
+    paged_sm90::PageCursor next[T::kStages] = {walk.start(0), walk.start(1)};
     int next_page[T::kStages] = {walk.page_id(next[0]), walk.page_id(next[1])};  // read a pair ahead
     const auto refill = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {
       if (elected && walk.valid(next[buf])) load_group<kWG>(p, kv_map, smem, buf, next_page[buf], kv_head());
@@ -227,62 +189,18 @@ struct Kernel {
       CUTE_UNROLL
       for (int k = 0; k < size<2>(tOrPOther); ++k) cute::gemm(mma_remote, tOrPOther(_, _, k), tOrV(_, _, k), tOrO);
     };
-    // Once the running max settles most scales are exactly 1: skip the 128 multiplies then
-    // (a warp-uniform branch; no wgmma is in flight on O here).
-    const auto scale_o = [&](const float (&s)[2]) CUTLASS_LAMBDA_FUNC_INLINE {
-      if (__any_sync(0xffffffffu, s[0] != 1.f || s[1] != 1.f)) {
-        CUTE_UNROLL
-        for (int i = 0; i < size(tOrO); ++i) tOrO(i) *= s[(i >> 1) & 1];
-      }
-    };
-    // Element pairs (columns c, c + 1) are adjacent in the swizzled P layout: one 4-byte store.
+    const auto scale_o = [&](const float (&s)[2]) CUTLASS_LAMBDA_FUNC_INLINE { paged_sm90::scale_rows(tOrO, s); };
+    // Addresses made here (opaque), not kept live through the loop.
     const auto store_p = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
-      Tensor sPOwn = make_tensor(make_smem_ptr(smem.p[kWG].data()), typename T::SmemLayoutP{});  // (BLK_M,BLK_N)
-      const int row = sm90::opaque(r0), col = sm90::opaque(col0);  // addresses made here, not kept live
-      CUTE_UNROLL
-      for (int i = 0; i < size(tOrP); i += 2) {
-        const int r = row + 8 * ((i >> 1) & 1), c = col + 8 * (i >> 2);
-        __nv_bfloat162 pair;  // same bits for half_t: only moved, never converted
-        reinterpret_cast<Element*>(&pair)[0] = tOrP(i);
-        reinterpret_cast<Element*>(&pair)[1] = tOrP(i + 1);
-        *reinterpret_cast<std::uint32_t*>(&sPOwn(r, c)) = *reinterpret_cast<const std::uint32_t*>(&pair);
-      }
-      cutlass::arch::fence_view_async_shared();  // generic stores, then the other warpgroup's wgmma reads
+      paged_sm90::store_p<T>(smem.p[kWG].data(), tOrP, sm90::opaque(r0), sm90::opaque(col0));
     };
 
     paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
-      // Q tile: 512 latent columns into shared memory (16-byte cp.async, padded rows zero),
-      // this thread's RoPE operand straight into registers (its two rows, 16 columns).
+      // Q tile (all 256 threads) and each warpgroup's RoPE operand; both warpgroups compute S.
       {
-        constexpr int kVecs = T::kHeadDimV / 8;
-        Tensor sQ = make_tensor(make_smem_ptr(sm90::opaque(smem.q.data())), typename T::SmemLayoutQ{});  // (BLK_M,512)
-        for (int idx = sm90::opaque(static_cast<int>(threadIdx.x)); idx < kBlockM * kVecs; idx += T::kThreads) {
-          const int r = idx / kVecs, v = idx % kVecs;
-          const int packed = m_tile() * kBlockM + r;
-          const bool live = packed < p.rows_per_head;
-          const Element* src = live ? paged_sm90::q_row<Element>(p, req, kv_head(), packed) + v * 8
-                                    : static_cast<const Element*>(p.q);
-          SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>::copy(*reinterpret_cast<const uint128_t*>(src),
-                                                           *reinterpret_cast<uint128_t*>(&sQ(r, v * 8)), live);
-        }
-        cp_async_fence();
-        // Register i of the RS operand holds row r0 + 8 * ((i >> 1) & 1), column col0 + (i & 1) +
-        // 8 * (i >> 2), like the accumulator (host-tested).
-        const int packed0 = m_tile() * kBlockM + sm90::opaque(r0);
-        const bool live0 = packed0 < p.rows_per_head, live8 = packed0 + 8 < p.rows_per_head;
-        const Element* rope0 = paged_sm90::q_row<Element>(p, req, kv_head(), live0 ? packed0 : 0) + T::kHeadDimV;
-        const Element* rope8 = paged_sm90::q_row<Element>(p, req, kv_head(), live8 ? packed0 + 8 : 0) + T::kHeadDimV;
-        CUTE_UNROLL
-        for (int i = 0; i < size(tSrQRope); i += 2) {  // column pairs: one 4-byte load
-          const int c = col0 + 8 * (i >> 2);
-          const bool upper = (i >> 1) & 1;
-          const auto pair = *reinterpret_cast<const cute::array<Element, 2>*>((upper ? rope8 : rope0) + c);
-          const bool live = upper ? live8 : live0;
-          tSrQRope(i) = live ? pair[0] : Element(0);
-          tSrQRope(i + 1) = live ? pair[1] : Element(0);
-        }
-        cp_async_wait<0>();
-        cutlass::arch::fence_view_async_shared();  // cp.async writes, then wgmma reads
+        paged_sm90::load_q_tile<T>(p, sm90::opaque(smem.q.data()), req, kv_head(), m_tile(),
+                                   sm90::opaque(static_cast<int>(threadIdx.x)), T::kThreads, sm90::opaque(r0),
+                                   col0, tSrQRope);
         // Both warpgroups, from different code: the unaligned barrier form.
         NamedBarrier(T::kThreads, T::kBothWarpgroups).arrive_and_wait_unaligned();
       }

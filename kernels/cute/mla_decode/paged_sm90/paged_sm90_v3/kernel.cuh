@@ -22,42 +22,6 @@ using FullBarrier = cutlass::arch::ClusterTransactionBarrier;  // TMA bytes of o
 using SignalBarrier = cutlass::arch::ClusterBarrier;           // mbarrier: release on arrive, acquire on wait
 using NamedBarrier = cutlass::arch::NamedBarrier;
 
-// The part's pages in the order the loop consumes them, across its request pieces: the loads run
-// ahead into the next piece while the current one finishes.
-struct PageCursor {
-  int req = 0;  // past the part's last request: nothing left to load
-  int blk = 0;
-};
-
-struct PartWalk {
-  const Params& p;
-  PartInfo part;
-  int last_req;  // last request of the part (the schedule may end a part at request b)
-
-  // The same pieces as for_each_piece walks: the two must agree page for page.
-  CUTE_DEVICE int first(int req) const { return paged_sm90::piece_first(part, req); }
-  CUTE_DEVICE int end(int req) const { return paged_sm90::piece_end(p, part, req); }
-  CUTE_DEVICE bool valid(const PageCursor& c) const { return c.req <= last_req; }
-  CUTE_DEVICE void settle(PageCursor& c) const {
-    while (c.req <= last_req && c.blk >= end(c.req)) {
-      ++c.req;
-      c.blk = first(c.req);
-    }
-  }
-  CUTE_DEVICE PageCursor start() const {
-    PageCursor c{part.begin_req, first(part.begin_req)};
-    settle(c);
-    return c;
-  }
-  CUTE_DEVICE void advance(PageCursor& c) const {
-    ++c.blk;
-    settle(c);
-  }
-  CUTE_DEVICE int page_id(const PageCursor& c) const {
-    return valid(c) ? p.block_table[static_cast<int64_t>(c.req) * p.max_blocks + c.blk] : 0;
-  }
-};
-
 template <class T>
 struct Kernel {
   static_assert(T::kStages == 2 && T::kWarpgroups == 2);
@@ -142,12 +106,12 @@ struct Kernel {
         partition_fragment_C(mma_pv_regs, Shape<Int<kBlockM>, Int<T::kVColsPerWarpgroup>>{});  // (MMA,1,1)
 
     // --- the page ring: warpgroup 0's elected thread loads pages in consumption order ----------
-    const PartWalk walk{p, part, min(part.end_req, p.b - 1)};
-    PageCursor next = walk.start();
+    const paged_sm90::PartWalk<1> walk{p, part, min(part.end_req, p.b - 1)};
+    paged_sm90::PageCursor next = walk.start(0);
     int next_page = walk.page_id(next);
     const auto load_next = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {
       if (walk.valid(next)) load_page(p, kv_map, smem, buf, next_page, kv_head());
-      walk.advance(next);
+      walk.advance(next, 0);
       next_page = walk.page_id(next);
     };
     if constexpr (!kOwner) {
@@ -218,26 +182,10 @@ struct Kernel {
       warpgroup_wait<0>();
       warpgroup_fence_operand(tOrO);
     };
-    // Once the running max settles most scales are exactly 1: skip the 128 multiplies then.
-    const auto scale_o = [&](const float(&s)[2]) CUTLASS_LAMBDA_FUNC_INLINE {
-      if (__any_sync(0xffffffffu, s[0] != 1.f || s[1] != 1.f)) {
-        CUTE_UNROLL
-        for (int i = 0; i < size(tOrO); ++i) tOrO(i) *= s[(i >> 1) & 1];
-      }
-    };
-    // Element pairs (columns c, c + 1) are adjacent in the swizzled P layout: one 4-byte store.
+    const auto scale_o = [&](const float (&s)[2]) CUTLASS_LAMBDA_FUNC_INLINE { paged_sm90::scale_rows(tOrO, s); };
+    // Addresses made here (opaque), not kept live through the loop.
     const auto store_p = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {
-      Tensor sP = make_tensor(make_smem_ptr(smem.p[buf].data()), typename T::SmemLayoutP{});  // (BLK_M,BLK_N)
-      const int row = sm90::opaque(r0), col = sm90::opaque(col0);
-      CUTE_UNROLL
-      for (int i = 0; i < size(tOrP); i += 2) {
-        const int r = row + 8 * ((i >> 1) & 1), c = col + 8 * (i >> 2);
-        __nv_bfloat162 pair;  // same bits for half_t: only moved, never converted
-        reinterpret_cast<Element*>(&pair)[0] = tOrP(i);
-        reinterpret_cast<Element*>(&pair)[1] = tOrP(i + 1);
-        *reinterpret_cast<std::uint32_t*>(&sP(r, c)) = *reinterpret_cast<const std::uint32_t*>(&pair);
-      }
-      cutlass::arch::fence_view_async_shared();  // generic stores, then warpgroup 0's wgmma reads
+      paged_sm90::store_p<T>(smem.p[buf].data(), tOrP, sm90::opaque(r0), sm90::opaque(col0));
     };
 
     paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
@@ -255,39 +203,10 @@ struct Kernel {
       clear(tOrO);
 
       if constexpr (kOwner) {
-        // Q tile: 512 latent columns into shared memory (16-byte cp.async, padded rows zero);
-        // this thread's RoPE operand straight into registers. Only this warpgroup reads Q, and
-        // its previous piece's Q K^T has been waited on.
-        constexpr int kVecs = T::kHeadDimV / 8;
-        Tensor sQ = make_tensor(make_smem_ptr(sm90::opaque(smem.q.data())),
-                                typename T::SmemLayoutQ{});  // (BLK_M,512)
-        for (int idx = wg_thread; idx < kBlockM * kVecs; idx += 128) {
-          const int r = idx / kVecs, v = idx % kVecs;
-          const int packed = m_tile() * kBlockM + r;
-          const bool live = packed < p.rows_per_head;
-          const Element* src = live ? paged_sm90::q_row<Element>(p, req, kv_head(), packed) + v * 8
-                                    : static_cast<const Element*>(p.q);
-          SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>::copy(
-              *reinterpret_cast<const uint128_t*>(src), *reinterpret_cast<uint128_t*>(&sQ(r, v * 8)), live);
-        }
-        cp_async_fence();
-        const int packed0 = m_tile() * kBlockM + sm90::opaque(r0);
-        const bool live0 = packed0 < p.rows_per_head, live8 = packed0 + 8 < p.rows_per_head;
-        const Element* rope0 =
-            paged_sm90::q_row<Element>(p, req, kv_head(), live0 ? packed0 : 0) + T::kHeadDimV;
-        const Element* rope8 =
-            paged_sm90::q_row<Element>(p, req, kv_head(), live8 ? packed0 + 8 : 0) + T::kHeadDimV;
-        CUTE_UNROLL
-        for (int i = 0; i < size(tSrQRope); i += 2) {  // column pairs: one 4-byte load
-          const int c = col0 + 8 * (i >> 2);
-          const bool upper = (i >> 1) & 1;
-          const auto pair = *reinterpret_cast<const cute::array<Element, 2>*>((upper ? rope8 : rope0) + c);
-          const bool live = upper ? live8 : live0;
-          tSrQRope(i) = live ? pair[0] : Element(0);
-          tSrQRope(i + 1) = live ? pair[1] : Element(0);
-        }
-        cp_async_wait<0>();
-        cutlass::arch::fence_view_async_shared();  // cp.async writes, then wgmma reads
+        // Q tile and this warpgroup's RoPE operand: only this warpgroup reads Q, and its previous
+        // piece's Q K^T has been waited on.
+        paged_sm90::load_q_tile<T>(p, sm90::opaque(smem.q.data()), req, kv_head(), m_tile(), wg_thread, 128,
+                                   sm90::opaque(r0), col0, tSrQRope);
         NamedBarrier::sync(128, T::kWarpgroupSync + kWG);
 
         int limit[2];  // keys visible to rows r0 and r0 + 8
