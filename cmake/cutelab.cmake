@@ -14,7 +14,9 @@ if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
 endif()
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
-find_package(GTest REQUIRED)
+if(CUTELAB_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
 find_package(Threads REQUIRED)
 
 # CUTLASS/CuTe headers: the nvidia-cutlass wheel installed by scripts/bootstrap, unless the

@@ -11,6 +11,7 @@
 
 #include "cutelab/core/error.hpp"
 #include "mla_decode/common/args.hpp"
+#include "mla_decode/common/decoder.hpp"
 #include "mla_decode/common/plan_base.hpp"
 #include "mla_decode/common/problem.hpp"
 #include "mla_decode/common/workspace.hpp"
@@ -413,6 +414,35 @@ TEST(MlaDecodeTolerance, FollowsMeasureMd) {
   EXPECT_LT(f16.max_rel_l2, bf16.max_rel_l2);
   EXPECT_LT(f16.atol, bf16.atol);
   EXPECT_LE(lse_tolerance().max_rel_l2, 1e-5);  // fp32
+}
+
+// The Python package's decoders look configs up in the tuning cache under the key `cutelab run`
+// stores them with: the same problem for the same flags.
+TEST(MlaDecoderProblem, KeyIsTheOneTheCliTunesUnder) {
+  const DecoderShape shape{128, 1, 16, 1, DType::bf16};
+  const Problem from_flags =
+      make_problem(MlaDecodeProblem::family(), {{"b", "128"}, {"t", "4096"}, {"h", "16"}});
+  EXPECT_EQ(decoder_problem(shape, false, {}, 4096).key(), from_flags.key());
+  EXPECT_EQ(decoder_problem(shape, false, {}, 0).key(), from_flags.key());  // t defaults to 4096
+  const Problem with_lens = make_problem(
+      MlaDecodeProblem::family(), {{"b", "3"}, {"lens", "4641,45118,0"}, {"h", "16"}, {"causal", "true"}});
+  EXPECT_EQ(decoder_problem(shape, true, {4641, 45118, 0}, 0).key(), with_lens.key());
+}
+
+TEST(MlaDecoderProblem, ShapeOutsideTheFamilyIsRefusedNamingTheField) {
+  const auto message = [](DecoderShape s) {
+    try {
+      s.validate();
+    } catch (const UsageError& e) {
+      return e.message();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message({1, 1, 128, 1, DType::bf16}), "accepted");
+  EXPECT_THAT(message({0, 1, 128, 1, DType::bf16}), HasSubstr("max_batch = 0 outside [1, 1024]"));
+  EXPECT_THAT(message({1, 9, 128, 1, DType::bf16}), HasSubstr("s_q = 9 outside [1, 8]"));
+  EXPECT_THAT(message({1, 1, 16, 3, DType::bf16}), HasSubstr("h_q = 16 is not a multiple of h_kv = 3"));
+  EXPECT_THAT(message({1, 1, 16, 1, DType::f32}), HasSubstr("dtype f32 is not supported"));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cute/mla_decode/paged_sm90/common/params.hpp"
@@ -17,6 +18,7 @@
 #include "cutelab/runtime/kernel.hpp"
 #include "cutelab/runtime/tensor.hpp"
 #include "mla_decode/common/args.hpp"
+#include "mla_decode/common/decoder.hpp"
 
 namespace cutelab::mla::paged_sm90 {
 
@@ -112,6 +114,26 @@ class Runner {
   MainKernel main_;
   int m_tiles_ = 0;
   int num_parts_ = 0;
+};
+
+// The family's Decoder over a Runner and the one StepPlan it refills at every step.
+class RunnerDecoder final : public Decoder {
+ public:
+  explicit RunnerDecoder(Runner runner) : runner_(std::move(runner)), step_(runner_.make_step_plan()) {}
+  void plan_step(const TensorView& seqlens, cudaStream_t stream) override {
+    runner_.plan_step(*step_, seqlens, stream);
+  }
+  void run(const MlaDecodeArgs& args, bool checked, cudaStream_t stream) const override {
+    runner_.launch(runner_.prepare(*step_, args, checked, stream), stream);
+  }
+  [[nodiscard]] int batch() const override { return step_->batch(); }
+  [[nodiscard]] std::string reuse_error(cudaStream_t stream) const override {
+    return step_->reuse_error(stream);
+  }
+
+ private:
+  Runner runner_;
+  std::unique_ptr<StepPlan> step_;
 };
 
 }  // namespace cutelab::mla::paged_sm90

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cute/mla_decode/paged_sm90/common/host.hpp"
+#include "mla_decode/common/decoder.hpp"
 #include "mla_decode/common/plan_base.hpp"
 
 namespace cutelab::mla::paged_sm90 {
@@ -25,6 +26,11 @@ struct PlanConfig {
   TuneConfig tune;
 
   [[nodiscard]] std::string name() const { return tune.name(); }
+  // The inverse of to_json (a ConfigDesc's params).
+  [[nodiscard]] static PlanConfig from_json(const nlohmann::json& j) {
+    return PlanConfig{TuneConfig{j.at("fixed_overhead_blocks").get<int>(), j.at("kv_evict_first").get<bool>(),
+                                 j.at("min_blocks_per_part").get<int>()}};
+  }
   [[nodiscard]] nlohmann::json to_json() const {
     return {{"fixed_overhead_blocks", tune.fixed_overhead_blocks},
             {"kv_evict_first", tune.kv_evict_first},
@@ -49,13 +55,25 @@ struct PlanConfig {
 };
 
 template <class Version>
-class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>> {
+class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public DecoderSource {
   using Config = PlanConfig<Version>;
 
  public:
   [[nodiscard]] KernelId id() const override { return Version::id(); }
   [[nodiscard]] ArchRequirement arch() const override { return {9, 0, true}; }
   [[nodiscard]] std::string summary() const override { return Version::summary(); }
+
+  [[nodiscard]] std::unique_ptr<Decoder> make_decoder(const DecoderShape& shape, const ConfigDesc& config,
+                                                      const DeviceInfo& dev) const override {
+    MlaDecodeDims dims;
+    dims.b = shape.max_batch;
+    dims.s_q = shape.s_q;
+    dims.h_q = shape.h_q;
+    dims.h_kv = shape.h_kv;
+    dims.dtype = shape.dtype;
+    return std::make_unique<RunnerDecoder>(
+        Runner(dims, dev, Config::from_json(config.params).tune, Version::main_kernel(shape.dtype)));
+  }
 
  protected:
   [[nodiscard]] std::vector<Config> make_configs(const MlaDecodeProblem&, const DeviceInfo&) const override {

@@ -1,0 +1,137 @@
+#include "mla_decode/common/decoder.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "cutelab/core/error.hpp"
+#include "cutelab/runtime/cache.hpp"
+#include "cutelab/runtime/registry.hpp"
+
+namespace cutelab::mla {
+namespace {
+
+const DecoderSource* as_source(const KernelPlan& plan) { return dynamic_cast<const DecoderSource*>(&plan); }
+
+std::string join_text(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+TuneKey cache_key(const std::string& kernel, const Problem& problem, const DeviceInfo& dev) {
+  return TuneKey{kernel, problem.key(), dev.name, dev.sm(), dev.runtime_version, dev.driver()};
+}
+
+}  // namespace
+
+void DecoderShape::validate() const {
+  CUTELAB_REQUIRE(max_batch >= 1 && max_batch <= kMaxBatch, "max_batch = ", max_batch, " outside [1, ",
+                  kMaxBatch, "]");
+  CUTELAB_REQUIRE(s_q >= 1 && s_q <= kMaxQueryLen, "s_q = ", s_q, " outside [1, ", kMaxQueryLen, "]");
+  CUTELAB_REQUIRE(h_q >= 1 && h_q <= kMaxHeadsQ, "h_q = ", h_q, " outside [1, ", kMaxHeadsQ, "]");
+  CUTELAB_REQUIRE(h_kv >= 1 && h_kv <= kMaxHeadsKV, "h_kv = ", h_kv, " outside [1, ", kMaxHeadsKV, "]");
+  CUTELAB_REQUIRE(h_q % h_kv == 0, "h_q = ", h_q, " is not a multiple of h_kv = ", h_kv);
+  CUTELAB_REQUIRE(dtype == DType::bf16 || dtype == DType::f16, "dtype ", dtype_name(dtype),
+                  " is not supported (bf16, f16)");
+}
+
+Problem decoder_problem(const DecoderShape& shape, bool causal, const std::vector<int>& lens,
+                        int max_seqlen) {
+  std::map<std::string, std::string> given{{"s", std::to_string(shape.s_q)},
+                                           {"h", std::to_string(shape.h_q)},
+                                           {"hkv", std::to_string(shape.h_kv)},
+                                           {"dtype", std::string(dtype_name(shape.dtype))},
+                                           {"causal", causal ? "true" : "false"}};
+  if (!lens.empty()) {
+    std::string text;
+    for (int len : lens) text += (text.empty() ? "" : ",") + std::to_string(len);
+    given["lens"] = text;
+    given["b"] = std::to_string(lens.size());
+  } else {
+    given["b"] = std::to_string(shape.max_batch);
+    given["t"] = std::to_string(max_seqlen > 0 ? std::min(max_seqlen, kMaxSeqlen) : 4096);
+  }
+  return make_problem(MlaDecodeProblem::family(), given);
+}
+
+std::vector<std::string> decoder_kernels() {
+  std::vector<std::string> names;
+  for (const KernelPlan* p : Registry::instance().all())
+    if (p->family().name == "mla_decode" && as_source(*p)) names.push_back(p->id().full());
+  return names;
+}
+
+DecoderChoice open_decoder(const DecoderShape& shape, const DecoderRequest& request, const DeviceInfo& dev) {
+  shape.validate();
+  const Problem problem = decoder_problem(shape, request.causal, request.lens, request.max_seqlen);
+  TuneCache cache((request.cache_dir.empty() ? TuneCache::default_dir() : request.cache_dir) + "/tune.json");
+
+  // Kernel: the one asked for; else the decoder kernel with the fastest cached winner for this
+  // problem; else the family default.
+  const KernelPlan* plan = nullptr;
+  if (!request.kernel.empty()) {
+    plan = &Registry::instance().find(request.kernel);
+  } else {
+    double best_us = 0;
+    for (const std::string& name : decoder_kernels()) {
+      const KernelPlan& candidate = Registry::instance().find(name);
+      if (arch_mismatch(candidate.arch(), dev)) continue;
+      const std::optional<TuneEntry> e = cache.lookup(cache_key(name, problem, dev));
+      if (e && e->median_us > 0 && (!plan || e->median_us < best_us)) {
+        plan = &candidate;
+        best_us = e->median_us;
+      }
+    }
+    if (!plan) plan = &Registry::instance().find("mla_decode");
+  }
+  const std::string kernel = plan->id().full();
+  CUTELAB_REQUIRE(plan->family().name == "mla_decode", kernel, " is not an MLA decode kernel");
+  const DecoderSource* source = as_source(*plan);
+  CUTELAB_REQUIRE(source, kernel,
+                  " runs only inside the harness (no decoder for callers' tensors); kernels "
+                  "that have one: ",
+                  join_text(decoder_kernels()));
+  if (auto why = arch_mismatch(plan->arch(), dev))
+    throw UsageError(concat(kernel, " cannot run here: ", *why));
+
+  const std::vector<ConfigDesc> configs = plan->configs(problem, dev);
+  DecoderChoice choice;
+  choice.kernel = kernel;
+  const ConfigDesc* chosen = nullptr;
+  if (!request.config.empty()) {
+    std::vector<std::string> names;
+    for (const ConfigDesc& c : configs) {
+      names.push_back(c.name);
+      if (c.name == request.config) chosen = &c;
+    }
+    CUTELAB_REQUIRE(chosen, "config '", request.config, "' is not a config of ", kernel, " (",
+                    join_text(names), ")");
+    if (auto why = plan->validate(problem, *chosen, dev))
+      throw UsageError(concat("config ", chosen->name, " of ", kernel, " cannot run: ", *why));
+    choice.config_source = "given";
+  } else {
+    if (const std::optional<TuneEntry> e = cache.lookup(cache_key(kernel, problem, dev)))
+      for (const ConfigDesc& c : configs)
+        if (c.name == e->config && !plan->validate(problem, c, dev)) chosen = &c;
+    if (chosen) {
+      choice.config_source = "cache";
+    } else {
+      std::vector<std::string> reasons;
+      for (const ConfigDesc& c : configs) {
+        auto why = plan->validate(problem, c, dev);
+        if (!why) {
+          chosen = &c;
+          break;
+        }
+        reasons.push_back(c.name + ": " + *why);
+      }
+      CUTELAB_REQUIRE(chosen, "no config of ", kernel, " can run this shape: ", join_text(reasons));
+      choice.config_source = "first valid";
+    }
+  }
+  choice.config = chosen->name;
+  choice.decoder = source->make_decoder(shape, *chosen, dev);
+  return choice;
+}
+
+}  // namespace cutelab::mla

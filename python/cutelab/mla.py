@@ -1,0 +1,289 @@
+"""MLA decode (DeepSeek-style absorbed attention, d_qk 576, d_v 512) over a paged KV cache of
+64-token pages.
+
+Once per decode step, plan() (or Plan.update() on the plan of the previous step) enqueues the
+split schedule of that step's lengths; every layer of the step then calls decode() with its own
+q and KV cache. Calls never synchronise the host and can be captured in CUDA graphs.
+
+    plan = cutelab.mla.plan(seqlens, block_table, num_heads_q=128)
+    for layer in range(60):
+        out, lse = cutelab.mla.decode(plan, q[layer], kv_cache[layer])
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+from . import _C
+from . import _arrays as arr
+
+HEAD_DIM_QK = 576
+HEAD_DIM_V = 512
+PAGE_SIZE = 64
+_DEVICE_DB = os.path.join(os.path.dirname(__file__), "conf", "devices.json")
+
+
+def _db_path() -> str:
+    return os.environ.get("CUTELAB_DEVICE_DB") or (_DEVICE_DB if os.path.exists(_DEVICE_DB) else "")
+
+
+@dataclass(frozen=True)
+class DecodeShape:
+    """What stays fixed while a plan is reused: the model's shape and the largest batch."""
+    max_batch: int
+    s_q: int
+    h_q: int
+    h_kv: int
+    dtype: str  # "bf16" | "f16"
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    return "[" + ", ".join(str(int(e)) for e in shape) + "]"
+
+
+def _require(cond: bool, exc: type, message: str) -> None:
+    if not cond:
+        raise exc(message)
+
+
+def _check_int_vector(x: Any, name: str, rank: int, layout: str) -> None:
+    _require(arr.array_dtype(x, name) == "i32", TypeError,
+             f"{name}: expected int32, got {getattr(x, 'dtype', None)}")
+    _require(len(x.shape) == rank, ValueError,
+             f"{name}: expected rank {rank} {layout}, got shape {_shape_text(x.shape)}")
+
+
+def _cuda_device(x: Any, name: str) -> int:
+    kind, index = arr.device_of(x)
+    _require(kind == arr.DL_CUDA, ValueError, f"{name}: expected a CUDA device array, got one in {arr.describe_device(x)}")
+    return index
+
+
+# Decoders hold device scratch sized for their shape; a plan takes one from here and gives it
+# back when it is garbage collected, so a new plan per decode step allocates nothing. One given
+# back is taken over only once the GPU has finished its last work (checked, never waited for),
+# and one a CUDA graph captured is never given back: the graph keeps using its buffers, which
+# live until the plan and then the decoder are gone (keep a plan alive as long as its graphs).
+_pool_lock = threading.Lock()
+_pool: dict[tuple, list] = {}
+
+
+def _take_decoder(key: tuple, make) -> Any:
+    with _pool_lock:
+        free = _pool.get(key, [])
+        for i, decoder in enumerate(free):
+            if decoder.reusable():
+                return free.pop(i)
+    return make()
+
+
+def _give_back(key: tuple, decoder: Any) -> None:
+    if decoder.captured:
+        return
+    with _pool_lock:
+        _pool.setdefault(key, []).append(decoder)
+
+
+class Plan:
+    """The plan of one decode step: the kernel and config chosen for the shape, and the split
+    schedule of the step's lengths. Reuse it for every layer of the step; call update() at the
+    next step (the same object, so CUDA graphs and torch.compile see one plan)."""
+
+    def __init__(self, decoder: Any, key: tuple, shape: DecodeShape, causal: bool):
+        self._decoder = decoder
+        self.shape = shape
+        self.causal = causal
+        self.seqlens: Any = None
+        self.block_table: Any = None
+        self._finalizer = weakref.finalize(self, _give_back, key, decoder)
+
+    @property
+    def kernel(self) -> str:
+        """The kernel that runs: "cute/mla_decode/paged_sm90/v3"."""
+        return self._decoder.kernel
+
+    @property
+    def config(self) -> str:
+        return self._decoder.config
+
+    @property
+    def config_source(self) -> str:
+        """"given", "cache" (the tuning cache's winner) or "first valid"."""
+        return self._decoder.config_source
+
+    @property
+    def device(self) -> int:
+        return self._decoder.device
+
+    @property
+    def batch(self) -> int:
+        return 0 if self.seqlens is None else int(self.seqlens.shape[0])
+
+    def update(self, seqlens: Any, block_table: Any, *, stream: Any = None) -> "Plan":
+        """Plans the next decode step (its lengths and block table) into this plan; enqueued on
+        `stream` (default: the caller's current stream), no host synchronisation."""
+        _check_int_vector(seqlens, "seqlens", 1, "[b]")
+        _check_int_vector(block_table, "block_table", 2, "[b, max_blocks]")
+        b = int(seqlens.shape[0])
+        _require(1 <= b <= self.shape.max_batch, ValueError,
+                 f"seqlens: batch {b} outside the 1..{self.shape.max_batch} this plan was made for")
+        _require(int(block_table.shape[0]) == b, ValueError,
+                 f"block_table: expected {b} rows (one per request of seqlens), got shape {_shape_text(block_table.shape)}")
+        device = _cuda_device(seqlens, "seqlens")
+        _require(_cuda_device(block_table, "block_table") == device, ValueError,
+                 f"block_table: on {arr.describe_device(block_table)}, seqlens on {arr.describe_device(seqlens)}")
+        _require(device == self.device, ValueError,
+                 f"seqlens: on cuda:{device}, this plan's kernels were set up on cuda:{self.device}")
+        s = arr.caller_stream(seqlens, device, stream)
+        self._decoder.plan_step(arr.capsule(seqlens, s), s)
+        self.seqlens, self.block_table = seqlens, block_table
+        return self
+
+    def reuse_error(self, stream: Any = None) -> Optional[str]:
+        """None, or what went wrong when a decode() since the last update met lengths whose page
+        counts differ from the planned ones (those requests were written as NaN). Synchronises."""
+        s = arr.caller_stream(self.seqlens, self.device, stream)
+        text = self._decoder.reuse_error(s)
+        return text or None
+
+    def __repr__(self) -> str:
+        return (f"cutelab.mla.Plan(kernel={self.kernel!r}, config={self.config!r} ({self.config_source}), "
+                f"batch={self.batch}, shape={self.shape})")
+
+
+def plan(seqlens: Any, block_table: Any, *, num_heads_q: int, num_heads_kv: int = 1, s_q: int = 1,
+         dtype: Any = "bf16", causal: bool = False, max_batch: Optional[int] = None, kernel: Optional[str] = None,
+         config: Optional[str] = None, max_seqlen: Optional[int] = None, stream: Any = None) -> Plan:
+    """Plans a decode step: picks the kernel and config for the shape and enqueues the split schedule.
+
+    seqlens: [b] int32 KV lengths on the GPU; block_table: [b, max_blocks] int32 page ids.
+    dtype: of q, the KV cache and out (bf16 or f16). max_batch: the largest batch the plan will be
+    updated to (default b). kernel: a registry name ("cute/mla_decode/paged_sm90/v2"); default: the
+    kernel with the fastest tuning-cache entry for this shape, else the family default. config: a
+    config name; default: the tuning cache's winner, else the first valid one. max_seqlen: the
+    sequence length the tuning cache is looked up for (`cutelab run --t`), default 4096.
+    """
+    _check_int_vector(seqlens, "seqlens", 1, "[b]")
+    b = int(seqlens.shape[0])
+    for name, value, lo, hi in (("num_heads_q", num_heads_q, 1, 128), ("num_heads_kv", num_heads_kv, 1, 8),
+                                ("s_q", s_q, 1, 8), ("max_batch", max_batch if max_batch is not None else b, 1, 1024)):
+        _require(isinstance(value, int) and lo <= value <= hi, ValueError,
+                 f"{name} = {value!r} is unsupported, expected an integer in {lo}..{hi}")
+    _require(num_heads_q % num_heads_kv == 0, ValueError,
+             f"num_heads_q ({num_heads_q}) must be a multiple of num_heads_kv ({num_heads_kv})")
+    dtype_text = arr.dtype_name(dtype)
+    _require(dtype_text in ("bf16", "f16"), TypeError, f"dtype: expected bf16 or f16, got {dtype!r}")
+    shape = DecodeShape(max_batch if max_batch is not None else b, s_q, num_heads_q, num_heads_kv, dtype_text)
+    _require(b <= shape.max_batch, ValueError, f"seqlens: batch {b} exceeds max_batch = {shape.max_batch}")
+    _check_int_vector(block_table, "block_table", 2, "[b, max_blocks]")
+    _require(int(block_table.shape[0]) == b, ValueError,
+             f"block_table: expected {b} rows (one per request of seqlens), got shape {_shape_text(block_table.shape)}")
+    device = _cuda_device(seqlens, "seqlens")
+
+    key = (device, shape, kernel or "", config or "", bool(causal), int(max_seqlen or 0))
+    decoder = _take_decoder(key, lambda: _C.MlaDecoder(
+        device=device, db_path=_db_path(), max_batch=shape.max_batch, s_q=s_q, h_q=num_heads_q, h_kv=num_heads_kv,
+        dtype=dtype_text, kernel=kernel or "", config=config or "", causal=bool(causal), lens=[],
+        max_seqlen=int(max_seqlen or 0), cache_dir=""))
+    return Plan(decoder, key, shape, bool(causal)).update(seqlens, block_table, stream=stream)
+
+
+def _softmax_scale(softmax_scale: Optional[float]) -> float:
+    if softmax_scale is None:
+        return 0.0  # the kernels' default, 1/sqrt(576)
+    _require(isinstance(softmax_scale, (int, float)) and math.isfinite(softmax_scale) and softmax_scale > 0,
+             ValueError, f"softmax_scale = {softmax_scale!r}: expected a finite positive number")
+    return float(softmax_scale)
+
+
+def _outputs(q: Any, out: Any, lse: Any, device: int) -> tuple[Any, Any, bool]:
+    """(out, lse, allocated here): the given ones, or new ones of q's framework."""
+    _require(len(q.shape) == 4, ValueError, f"q: expected rank 4 [b, s_q, h_q, {HEAD_DIM_QK}], got shape "
+                                            f"{_shape_text(q.shape)}")
+    b, s_q, h_q, _ = (int(e) for e in q.shape)
+    if arr.is_jax(q):
+        _require(out is None and lse is None, TypeError,
+                 "out/lse: JAX arrays are immutable; leave out and lse unset (they are returned)")
+    made = out is None or lse is None
+    if out is None:
+        out = arr.empty(q, (b, s_q, h_q, HEAD_DIM_V), arr.array_dtype(q, "q"), device)
+    if lse is None:
+        lse = arr.empty(q, (b, h_q, s_q), "f32", device)
+    return out, lse, made
+
+
+def check_args(q: Any, kv_cache: Any, block_table: Any, seqlens: Any, out: Any, lse: Any,
+               softmax_scale: Optional[float] = None, causal: bool = False) -> None:
+    """Every host-side check of a decode call (dtypes, ranks, shapes, layout, one CUDA device),
+    without touching the device; raises TypeError/ValueError naming the argument."""
+    for name, x in (("q", q), ("kv_cache", kv_cache), ("block_table", block_table), ("seqlens", seqlens),
+                    ("out", out), ("lse", lse)):
+        arr.framework(x)
+        arr.array_dtype(x, name)
+    _C.check_mla_args(*(arr.capsule(x, 1) for x in (q, kv_cache, block_table, seqlens, out, lse)),
+                      _softmax_scale(softmax_scale), bool(causal))
+
+
+def decode(plan: Plan, q: Any, kv_cache: Any, out: Any = None, lse: Any = None,
+           softmax_scale: Optional[float] = None, causal: Optional[bool] = None, *, checked: bool = False,
+           stream: Any = None) -> tuple[Any, Any]:
+    """One layer of the planned step: out [b, s_q, h_q, 512] (q's dtype) and lse [b, h_q, s_q]
+    (float32, natural log; +inf for a query that sees no key).
+
+    q: [b, s_q, h_q, 576]; kv_cache: [num_blocks, 64, h_kv, 576]; both contiguous, of the plan's
+    dtype, on the plan's GPU. out/lse: written in place when given, else allocated with q's
+    framework. causal: default the plan's. checked: also read lengths and block ids back (a host
+    synchronisation) and refuse bad ones before anything is written. Runs on `stream`, default the
+    caller's current stream (PyTorch, CuPy) or, for other DLPack producers, one that the exchange names.
+    """
+    _require(isinstance(plan, Plan), TypeError, f"plan: expected a cutelab.mla.Plan, got {type(plan).__name__}")
+    if arr.framework(q) == "torch" and _torch_compiling():
+        return _torch_op_call(plan, q, kv_cache, out, lse, softmax_scale, causal)
+    causal = plan.causal if causal is None else bool(causal)
+    q_dtype = arr.array_dtype(q, "q")
+    _require(q_dtype == plan.shape.dtype, TypeError, f"q: expected {plan.shape.dtype} like the plan, got {q_dtype}")
+    device = _cuda_device(q, "q")
+    _require(device == plan.device, ValueError, f"q: on cuda:{device}, the plan is on cuda:{plan.device}")
+    out, lse, made = _outputs(q, out, lse, device)
+    s = arr.caller_stream(q, device, stream)
+    scale = _softmax_scale(softmax_scale)
+    caps = [arr.capsule(x, s) for x in (q, kv_cache, plan.block_table, plan.seqlens, out, lse)]
+    plan._decoder.run(*caps, softmax_scale=scale, causal=causal, checked=checked, stream=s)
+    if made:
+        out, lse = arr.export(q, out, s), arr.export(q, lse, s)
+    return out, lse
+
+
+def decode_with_kvcache(q: Any, kv_cache: Any, block_table: Any, seqlens: Any, *, softmax_scale: Optional[float] = None,
+                        causal: bool = False, out: Any = None, lse: Any = None, kernel: Optional[str] = None,
+                        config: Optional[str] = None, stream: Any = None) -> tuple[Any, Any]:
+    """plan() and decode() in one call, for a single layer (a step of many layers should plan once)."""
+    _require(len(q.shape) == 4, ValueError, f"q: expected rank 4 [b, s_q, h_q, {HEAD_DIM_QK}], got shape "
+                                            f"{_shape_text(q.shape)}")
+    _require(len(kv_cache.shape) == 4, ValueError,
+             f"kv_cache: expected rank 4 [num_blocks, {PAGE_SIZE}, h_kv, {HEAD_DIM_QK}], got shape "
+             f"{_shape_text(kv_cache.shape)}")
+    p = plan(seqlens, block_table, num_heads_q=int(q.shape[2]), num_heads_kv=int(kv_cache.shape[2]),
+             s_q=int(q.shape[1]), dtype=arr.array_dtype(q, "q"), causal=causal, kernel=kernel, config=config,
+             stream=stream)
+    return decode(p, q, kv_cache, out, lse, softmax_scale, causal, stream=stream)
+
+
+def kernels() -> list[str]:
+    """Kernels that serve callers' tensors (any of them can be passed as plan(kernel=...))."""
+    return list(_C.decoder_kernels())
+
+
+def _torch_compiling() -> bool:
+    import torch
+    return bool(torch.compiler.is_compiling())
+
+
+def _torch_op_call(plan, q, kv_cache, out, lse, softmax_scale, causal):
+    from . import _torch_ops
+    return _torch_ops.decode_op(plan, q, kv_cache, out, lse, softmax_scale, causal)
