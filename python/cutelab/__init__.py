@@ -36,4 +36,6 @@ def no_gpu_reason() -> str:
 if importlib.util.find_spec("torch") is not None:
     from . import _torch_ops  # noqa: E402,F401  registers torch.ops.cutelab.mla_decode
 
+    mla._torch_fast = mla._make_torch_fast()
+
 __all__ = ["mla", "compat", "testing", "device_count", "no_gpu_reason", "UsageError", "Error", "__version__"]

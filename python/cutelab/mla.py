@@ -242,8 +242,11 @@ def decode(plan: Plan, q: Any, kv_cache: Any, out: Any = None, lse: Any = None,
     caller's current stream (PyTorch, CuPy) or, for other DLPack producers, one that the exchange names.
     """
     _require(isinstance(plan, Plan), TypeError, f"plan: expected a cutelab.mla.Plan, got {type(plan).__name__}")
-    if arr.framework(q) == "torch" and _torch_compiling():
-        return _torch_op_call(plan, q, kv_cache, out, lse, softmax_scale, causal)
+    if arr.framework(q) == "torch":
+        if _torch_compiling():
+            return _torch_op_call(plan, q, kv_cache, out, lse, softmax_scale, causal)
+        if stream is None and _torch_fast is not None and _torch_fast.applies(q, kv_cache, out, lse):
+            return _torch_fast.decode(plan, q, kv_cache, out, lse, softmax_scale, causal, checked)
     causal = plan.causal if causal is None else bool(causal)
     q_dtype = arr.array_dtype(q, "q")
     _require(q_dtype == plan.shape.dtype, TypeError, f"q: expected {plan.shape.dtype} like the plan, got {q_dtype}")
@@ -277,6 +280,52 @@ def decode_with_kvcache(q: Any, kv_cache: Any, block_table: Any, seqlens: Any, *
 def kernels() -> list[str]:
     """Kernels that serve callers' tensors (any of them can be passed as plan(kernel=...))."""
     return list(_C.decoder_kernels())
+
+
+class _TorchFastPath:
+    """decode() for PyTorch tensors on the current stream with the fewest Python steps: a serving
+    engine calls it once per layer per step, so its host time is part of every step."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.tensor = torch.Tensor
+        self.to_dlpack = torch._C._to_dlpack
+        self.raw_stream = torch._C._cuda_getCurrentRawStream
+        self.dtype_names = {torch.bfloat16: "bf16", torch.float16: "f16"}
+
+    def applies(self, q, kv_cache, out, lse) -> bool:
+        t = self.tensor
+        return (isinstance(kv_cache, t) and (out is None or isinstance(out, t)) and (lse is None or isinstance(lse, t))
+                and q.is_cuda)
+
+    def decode(self, plan, q, kv_cache, out, lse, softmax_scale, causal, checked):
+        q_dtype = self.dtype_names.get(q.dtype)
+        if q_dtype != plan.shape.dtype:
+            raise TypeError(f"q: expected {plan.shape.dtype} like the plan, got {arr.array_dtype(q, 'q')}")
+        device = q.get_device()
+        if device != plan.device:
+            raise ValueError(f"q: on cuda:{device}, the plan is on cuda:{plan.device}")
+        if out is None or lse is None:
+            out, lse, _ = _outputs(q, out, lse, device)
+        d = self.to_dlpack
+        sl, bt = plan.seqlens, plan.block_table
+        plan._decoder.run(d(q), d(kv_cache), d(bt) if isinstance(bt, self.tensor) else arr.capsule(bt, 0),
+                          d(sl) if isinstance(sl, self.tensor) else arr.capsule(sl, 0), d(out), d(lse),
+                          softmax_scale=_softmax_scale(softmax_scale),
+                          causal=plan.causal if causal is None else bool(causal), checked=checked,
+                          stream=self.raw_stream(device))
+        return out, lse
+
+
+def _make_torch_fast():
+    import sys
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch._C, "_to_dlpack") or not hasattr(torch._C, "_cuda_getCurrentRawStream"):
+        return None
+    return _TorchFastPath(torch)
+
+
+_torch_fast = None  # set by cutelab/__init__.py once PyTorch is imported
 
 
 def _torch_compiling() -> bool:

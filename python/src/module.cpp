@@ -182,7 +182,6 @@ class MlaDecoder {
            std::uintptr_t stream) const {
     const mla::MlaDecodeArgs args =
         mla_args(q, kv_cache, block_table, seqlens, out, lse, softmax_scale, causal);
-    (void)mla::validate_args(args, /*checked=*/false);
     require_cuda({{"q", &q},
                   {"kv_cache", &kv_cache},
                   {"block_table", &block_table},
