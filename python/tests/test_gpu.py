@@ -312,6 +312,11 @@ def test_config_from_the_tuning_cache(tmp_path, monkeypatch):
         (entry,) = json.loads((tmp_path / "tune.json").read_text())["entries"].values()
         cached = mla.plan(seqlens, block_table, num_heads_q=16, max_seqlen=100)
         assert cached.config_source == "cache" and cached.config == entry["config"]
+        # The kernel too: with only v2 tuned for a shape, plan() without kernel= takes v2.
+        subprocess.run([cli, "run", "cute/mla_decode/paged_sm90/v2", "--b=4", "--t=200", "--h=16", "--tune",
+                        "--max-time", "0.05", "--no-check"], check=True, capture_output=True)
+        chosen = mla.plan(seqlens, block_table, num_heads_q=16, max_seqlen=200)
+        assert chosen.kernel == "cute/mla_decode/paged_sm90/v2" and chosen.config_source == "cache"
     with pytest.raises(ValueError, match=r"config 'nope' is not a config of cute/mla_decode/paged_sm90/v3"):
         mla.plan(seqlens, block_table, num_heads_q=16, config="nope")
     with pytest.raises(ValueError, match=r"baseline/mla_decode/naive/v1 runs only inside the harness"):

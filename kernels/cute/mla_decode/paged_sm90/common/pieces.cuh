@@ -101,13 +101,23 @@ CUTE_DEVICE void load_q_tile(const Params& p, typename Traits::Element* q_smem, 
   constexpr int kBlockM = Traits::kBlockM;
   constexpr int kVecs = Traits::kHeadDimV / 8;
   Tensor sQ = make_tensor(make_smem_ptr(q_smem), typename Traits::SmemLayoutQ{});  // (BLK_M,512)
-  for (int idx = thread; idx < kBlockM * kVecs; idx += threads) {
-    const int r = idx / kVecs, v = idx % kVecs;
-    const int packed = m_tile * kBlockM + r;
+  // A thread's rows advance by threads / kVecs (threads is a multiple of kVecs): its row's
+  // (query token, head) follow by additions, one division per piece instead of one per row.
+  const int row_step = threads / kVecs, v = thread % kVecs;
+  int r = thread / kVecs, packed = m_tile * kBlockM + r;
+  int s = packed / p.heads_per_kv, within = packed % p.heads_per_kv;
+  const Element* q_req =
+      static_cast<const Element*>(p.q) + static_cast<int64_t>(req) * p.s_q * p.h_q * kHeadDimQK;
+  for (; r < kBlockM; r += row_step) {
     const bool live = packed < p.rows_per_head;
-    const Element* src = live ? q_row<Element>(p, req, kv_head, packed) + v * 8 : static_cast<const Element*>(p.q);
+    const Element* src =
+        live ? q_req + (static_cast<int64_t>(s) * p.h_q + kv_head * p.heads_per_kv + within) * kHeadDimQK +
+                   v * 8
+             : static_cast<const Element*>(p.q);
     SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>::copy(*reinterpret_cast<const uint128_t*>(src),
                                                      *reinterpret_cast<uint128_t*>(&sQ(r, v * 8)), live);
+    packed += row_step;
+    for (within += row_step; within >= p.heads_per_kv; within -= p.heads_per_kv) ++s;
   }
   cp_async_fence();
   const int packed0 = m_tile * kBlockM + r0;
@@ -200,25 +210,43 @@ CUTE_DEVICE void write_piece(const Params& p, int req, int kv_head, int m_tile, 
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {
     const int packed = m_tile * kBlockM + r0 + 8 * h;
+    if (!split) {
+      // A quad holds columns 2t, 2t + 1 (t = lane % 4) of each 8-column group. Lanes t and t ^ 1
+      // swap one pair so that each writes four adjacent columns (8 bytes): the even lane of
+      // group k, the odd lane of group k + 1. A warp's store then fills whole 32-byte sectors
+      // (pair by pair, half of each sector came from another instruction: 2x the L2 sectors and
+      // the largest stall of short pieces, measured). Every lane shuffles, live row or not.
+      int s = 0, head = 0;
+      row_coords(p, min(packed, p.rows_per_head - 1), kv_head, s, head);
+      Element* dst = static_cast<Element*>(p.out) +
+                     ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * kHeadDimV + col_base;
+      const bool odd = threadIdx.x & 1;
+      const bool live = packed < p.rows_per_head;
+      CUTE_UNROLL
+      for (int i = 2 * h; i < cute::size(tOrO); i += 8) {  // groups k = i >> 2 and k + 1
+        const cute::array<Element, 2> a{static_cast<Element>(tOrO(i) * inv[h]),
+                                        static_cast<Element>(tOrO(i + 1) * inv[h])};
+        const cute::array<Element, 2> b{static_cast<Element>(tOrO(i + 4) * inv[h]),
+                                        static_cast<Element>(tOrO(i + 5) * inv[h])};
+        const uint32_t a_bits = reinterpret_cast<const uint32_t&>(a),
+                       b_bits = reinterpret_cast<const uint32_t&>(b);
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, odd ? a_bits : b_bits, 1);
+        const int group = (i >> 2) + (odd ? 1 : 0);
+        if (live)
+          *reinterpret_cast<uint2*>(dst + 8 * group + (odd ? -2 : 0)) =
+              odd ? make_uint2(got, b_bits) : make_uint2(a_bits, got);
+      }
+      if (live && writes_lse) p.lse[(static_cast<int64_t>(req) * p.h_q + head) * p.s_q + s] = lse[h];
+      continue;
+    }
     if (packed >= p.rows_per_head) continue;
-    if (split) {
+    {
       const int64_t slot_row = (static_cast<int64_t>(slot) * p.h_kv + kv_head) * p.partials.rows_per_head + packed;
       float* dst = p.partials.out + slot_row * kHeadDimV + col_base;
       CUTE_UNROLL
       for (int i = 2 * h; i < cute::size(tOrO); i += 4)  // i and i + 1: adjacent columns
         *reinterpret_cast<float2*>(dst + 8 * (i >> 2)) = make_float2(tOrO(i) * inv[h], tOrO(i + 1) * inv[h]);
       if (writes_lse) p.partials.lse[slot_row] = lse[h];
-    } else {
-      int s, head;
-      row_coords(p, packed, kv_head, s, head);
-      Element* dst = static_cast<Element*>(p.out) +
-                     ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * kHeadDimV + col_base;
-      CUTE_UNROLL
-      for (int i = 2 * h; i < cute::size(tOrO); i += 4) {
-        cute::array<Element, 2> pair{static_cast<Element>(tOrO(i) * inv[h]), static_cast<Element>(tOrO(i + 1) * inv[h])};
-        *reinterpret_cast<cute::array<Element, 2>*>(dst + 8 * (i >> 2)) = pair;
-      }
-      if (writes_lse) p.lse[(static_cast<int64_t>(req) * p.h_q + head) * p.s_q + s] = lse[h];
     }
   }
 }
