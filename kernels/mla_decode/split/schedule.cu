@@ -57,6 +57,50 @@ split_schedule_kernel(const int* __restrict__ seqlens, int b, SplitSchedule s) {
     return;
   }
 
+  // Whole requests also when there are more requests than parts: cut p moves to the request
+  // boundary nearest to p * per_part. Taken when no part then costs more than a cut line's part
+  // plus F, the cost a split adds (b = 128, h_q = 128 at s_k 4096 on 66 parts: two requests per
+  // part, no fp32 partials written and read back).
+  __shared__ int cut[kScheduleThreads + 1];
+  __shared__ int snapped_span;
+  if (s.num_parts < kScheduleThreads) {
+    for (int p = i; p <= s.num_parts; p += kScheduleThreads) {
+      const int pos = p * per_part;
+      int lo = 0, hi = b;  // first request whose cost range ends after pos
+      while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (cost_end[mid] > pos)
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      if (lo < b && cost_end[lo] - pos < pos - (lo == 0 ? 0 : cost_end[lo - 1])) ++lo;
+      cut[p] = p == s.num_parts ? b : lo;
+    }
+    __syncthreads();
+    int span = 0;
+    if (i < s.num_parts && cut[i + 1] > cut[i])
+      span = cost_end[cut[i + 1] - 1] - (cut[i] == 0 ? 0 : cost_end[cut[i] - 1]);
+    const int longest = Reduce(reduce_storage).Reduce(span, cuda::maximum<>{});  // valid in thread 0
+    if (i == 0) snapped_span = longest;
+    __syncthreads();
+    if (snapped_span <= per_part + s.fixed_overhead_blocks) {
+      if (i < s.num_parts) s.parts[i] = PartInfo{cut[i], 0, cut[i + 1], 0};
+      if (i < b) {
+        int part = 0, last = s.num_parts;  // the part holding request i: first p with cut[p + 1] > i
+        while (part < last) {
+          const int mid = (part + last) / 2;
+          if (cut[mid + 1] <= i)
+            part = mid + 1;
+          else
+            last = mid;
+        }
+        s.requests[i] = RequestSplit{n > 0 ? 1 : 0, 0, part, n};
+      }
+      sm90::allow_dependent_launch();
+      return;
+    }
+  }
   // Part p starts at the first block whose position on the cost line is >= p * per_part.
   for (int p = i; p <= s.num_parts; p += kScheduleThreads) {
     const int pos = p * per_part;

@@ -10,7 +10,10 @@
 // written directly by the main kernel. Pieces of split requests number at most 2 * num_parts.
 // When there are no more requests than parts and the longest request costs at most a part plus
 // F, each request gets a part of its own instead and nothing is split (b = 128 at s_k 4096 on
-// 132 parts: no partials, no combine work).
+// 132 parts: no partials, no combine work). With more requests than parts, the cuts move to
+// the nearest request boundaries when no part then costs more than a part plus F (whole
+// requests again: b = 128, h_q = 128 at s_k 4096 on 66 parts puts two requests in each part;
+// measured 6% faster than splitting there once the output stores were sector-complete).
 //
 // Source of the idea: FlashMLA's get_mla_metadata (deepseek-ai/FlashMLA), which balances the same
 // cost line with a fixed per-request overhead; this implementation (block scans, a binary search

@@ -96,8 +96,9 @@ std::vector<MatrixCase> matrix_cases() {
   // its own and splits nothing (with and without empty requests).
   add("len256", 128, 1, 32, 1, false, std::vector<int>(128, 256));
   add("var256", 100, 1, 16, 1, false, random_lens(100, 1, 256, 9, 6));
-  // More requests than parts (h_q = 128: 66 parts on 132 SMs; s_q = 2: 33): several whole
-  // requests and pieces of split ones in every part.
+  // More requests than parts (h_q = 128: 66 parts on 132 SMs; s_q = 2: 33): the cuts move to
+  // request boundaries when that costs no more than a split (fixed overhead 8), else several
+  // whole requests and pieces of split ones share a part (fixed overhead 2).
   add("len300", 160, 1, 128, 1, false, std::vector<int>(160, 300));
   add("var400", 150, 2, 128, 1, true, random_lens(150, 2, 400, 7, 8));
   return v;
