@@ -15,6 +15,7 @@
 #include "mla_decode/common/plan_base.hpp"
 #include "mla_decode/common/problem.hpp"
 #include "mla_decode/common/workspace.hpp"
+#include "mla_decode/fp8/kv_format.hpp"
 
 namespace cutelab::mla {
 namespace {
@@ -443,6 +444,72 @@ TEST(MlaDecoderProblem, ShapeOutsideTheFamilyIsRefusedNamingTheField) {
   EXPECT_THAT(message({1, 9, 128, 1, DType::bf16}), HasSubstr("s_q = 9 outside [1, 8]"));
   EXPECT_THAT(message({1, 1, 16, 3, DType::bf16}), HasSubstr("h_q = 16 is not a multiple of h_kv = 3"));
   EXPECT_THAT(message({1, 1, 16, 1, DType::f32}), HasSubstr("dtype f32 is not supported"));
+}
+
+// FP8 KV formats: every argument of quantize_kv is checked on the host (fake pointers: unchecked
+// mode reads nothing back).
+TEST(MlaKvFp8, FormatsParseAndSizeTheirEntries) {
+  EXPECT_EQ(parse_kv_format("fp8_token"), KvFormat::fp8_token);
+  EXPECT_EQ(parse_kv_format("fp8_tensor"), KvFormat::fp8_tensor);
+  EXPECT_FALSE(parse_kv_format("fp8"));
+  EXPECT_EQ(kv_entry_bytes(KvFormat::bf16), 1152);
+  EXPECT_EQ(kv_entry_bytes(KvFormat::fp8_tensor), 576);
+  EXPECT_EQ(kv_entry_bytes(KvFormat::fp8_token), 656);
+  EXPECT_EQ(kFp8RopeOffset + 64 * 2, kFp8TokenBytes);
+  EXPECT_EQ(kFp8ScaleOffset + kFp8Groups * 4, kFp8RopeOffset);
+}
+
+TEST(MlaKvFp8, QuantizeArgumentsAreRefusedNamingTheArgument) {
+  const auto message = [](QuantizeKvArgs a) {
+    try {
+      validate_quantize_kv(a, /*checked=*/false);
+    } catch (const UsageError& e) {
+      return e.message();
+    }
+    return std::string("accepted");
+  };
+  static float scale_storage = 1.f;
+  const auto good = [](KvFormat f) {
+    QuantizeKvArgs a;
+    a.format = f;
+    a.rows = view(0x10000, DType::bf16, {4, 2, 576});
+    a.slots = view(0x20000, DType::i32, {4});
+    a.cache = view(0x30000, DType::u8, {8, 64, 2, kv_entry_bytes(f)});
+    a.scale = &scale_storage;
+    return a;
+  };
+  EXPECT_EQ(message(good(KvFormat::fp8_tensor)), "accepted");
+  EXPECT_EQ(message(good(KvFormat::fp8_token)), "accepted");
+  QuantizeKvArgs a = good(KvFormat::fp8_tensor);
+  a.format = KvFormat::bf16;
+  EXPECT_THAT(message(a), HasSubstr("format: expected fp8_tensor or fp8_token, got bf16"));
+  a = good(KvFormat::fp8_tensor);
+  a.rows = view(0x10000, DType::f16, {4, 2, 576});
+  EXPECT_THAT(message(a), HasSubstr("rows: expected dtype bf16, got f16"));
+  a = good(KvFormat::fp8_tensor);
+  a.rows = view(0x10000, DType::bf16, {4, 2, 512});
+  EXPECT_THAT(message(a), HasSubstr("rows: expected shape [n, h_kv, 576]"));
+  a = good(KvFormat::fp8_token);
+  a.slots = view(0x20000, DType::i32, {3});
+  EXPECT_THAT(message(a), HasSubstr("slots: expected shape [4] (one per row)"));
+  a = good(KvFormat::fp8_token);
+  a.slots = view(0x20000, DType::f32, {4});
+  EXPECT_THAT(message(a), HasSubstr("slots: expected dtype i32 or i64, got f32"));
+  a = good(KvFormat::fp8_token);
+  a.cache = view(0x30000, DType::u8, {8, 64, 2, 576});
+  EXPECT_THAT(message(a), HasSubstr("cache: expected shape [num_blocks, 64, 2, 656] for fp8_token"));
+  a = good(KvFormat::fp8_tensor);
+  a.cache = view(0x30000, DType::u8, {8, 64, 1, 576});
+  EXPECT_THAT(message(a), HasSubstr("cache: expected shape [num_blocks, 64, 2, 576] for fp8_tensor"));
+  a = good(KvFormat::fp8_token);
+  a.cache = view(0x30000, DType::e4m3, {8, 64, 2, 656});
+  EXPECT_THAT(message(a), HasSubstr("cache: expected dtype u8, got e4m3"));
+  a = good(KvFormat::fp8_tensor);
+  a.scale = nullptr;
+  EXPECT_THAT(message(a), HasSubstr("scale: fp8_tensor needs a device fp32 scale, got null"));
+  a = good(KvFormat::fp8_token);
+  a.cache = view(0x30008, DType::u8, {8, 64, 2, 656});
+  EXPECT_THAT(message(a), HasSubstr("cache: pointer must be 16-byte aligned"));
 }
 
 }  // namespace
