@@ -3,7 +3,6 @@ synchronisation, the caller's stream, and outputs allocated with the caller's fr
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from . import _C
@@ -129,8 +128,8 @@ class _Produced:
 
     def __dlpack__(self, stream=None, **kwargs):
         if stream is not None and stream != -1:
-            consumer = 0 if stream in (1, 2) else int(stream)
-            _C.stream_wait(consumer, self._stream)
+            # 1 and 2 (legacy and per-thread default stream) are also the CUDA runtime's handles.
+            _C.stream_wait(int(stream), self._stream)
         kwargs.pop("dl_device", None)
         kwargs.pop("copy", None)
         return self._array.__dlpack__(**kwargs)
@@ -177,7 +176,3 @@ def to_host_f32(x: Any):
 
 def is_jax(x: Any) -> bool:
     return framework(x) == "jax"
-
-
-def loaded(module: str) -> bool:
-    return module in sys.modules

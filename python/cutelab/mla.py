@@ -13,6 +13,7 @@ q and KV cache. Calls never synchronise the host and can be captured in CUDA gra
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import threading
 import weakref
@@ -172,13 +173,14 @@ def plan(seqlens: Any, block_table: Any, *, num_heads_q: int, num_heads_kv: int 
     b = int(seqlens.shape[0])
     for name, value, lo, hi in (("num_heads_q", num_heads_q, 1, 128), ("num_heads_kv", num_heads_kv, 1, 8),
                                 ("s_q", s_q, 1, 8), ("max_batch", max_batch if max_batch is not None else b, 1, 1024)):
-        _require(isinstance(value, int) and lo <= value <= hi, ValueError,
+        _require(isinstance(value, numbers.Integral) and lo <= value <= hi, ValueError,
                  f"{name} = {value!r} is unsupported, expected an integer in {lo}..{hi}")
     _require(num_heads_q % num_heads_kv == 0, ValueError,
              f"num_heads_q ({num_heads_q}) must be a multiple of num_heads_kv ({num_heads_kv})")
     dtype_text = arr.dtype_name(dtype)
     _require(dtype_text in ("bf16", "f16"), TypeError, f"dtype: expected bf16 or f16, got {dtype!r}")
-    shape = DecodeShape(max_batch if max_batch is not None else b, s_q, num_heads_q, num_heads_kv, dtype_text)
+    num_heads_q, num_heads_kv, s_q = int(num_heads_q), int(num_heads_kv), int(s_q)
+    shape = DecodeShape(int(max_batch) if max_batch is not None else b, s_q, num_heads_q, num_heads_kv, dtype_text)
     _require(b <= shape.max_batch, ValueError, f"seqlens: batch {b} exceeds max_batch = {shape.max_batch}")
     _check_int_vector(block_table, "block_table", 2, "[b, max_blocks]")
     _require(int(block_table.shape[0]) == b, ValueError,
