@@ -33,7 +33,7 @@ class CheckResult:
     max_rel: float
     rel_l2: float
     mismatches: int
-    first_bad: int
+    first_bad: int  # index of the first failing element, -1 when none
 
     def __str__(self) -> str:
         state = "pass" if self.passed else f"FAIL ({self.reason})"
@@ -75,8 +75,9 @@ def verify(kernel_fn: Callable, reference_fn: Callable, get_inputs: Callable[[],
             raise ValueError(f"{name}: shape {g_host.shape}, the reference's {r_host.shape}")
         d = _C.check_output(name, g_host.reshape(-1).copy(), r_host.reshape(-1).copy(), float(atol), float(rtol),
                             float(max_rel_l2))
-        results.append(CheckResult(name, d["passed"], d["reason"], d["count"], d["max_abs"], d["max_rel"],
-                                   d["rel_l2"], d["mismatches"], d["first_bad"]))
+        num = lambda v: float("nan") if v is None else float(v)  # noqa: E731  non-finite values come as null
+        results.append(CheckResult(name, d["passed"], d["reason"], d["count"], num(d["max_abs"]), num(d["max_rel"]),
+                                   num(d["rel_l2"]), d["mismatches"], -1 if d["first_bad"] is None else d["first_bad"]))
     if raise_on_fail and not all(r.passed for r in results):
         raise VerificationError(results)
     return results

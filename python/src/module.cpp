@@ -239,17 +239,16 @@ nb::dict cpp_case(const std::string& kernel, const std::string& config, int s_q,
   const DeviceInfo& dev = device_info(device, db_path);
   DeviceScope scope(device);
   const KernelPlan& plan = Registry::instance().find(kernel);
-  std::map<std::string, std::string> given{
-      {"b", std::to_string(lens.size())}, {"s", std::to_string(s_q)}, {"h", std::to_string(h_q)},
-      {"hkv", std::to_string(h_kv)},      {"dtype", dtype},           {"causal", causal ? "true" : "false"}};
-  std::string text;
-  for (int len : lens) text += (text.empty() ? "" : ",") + std::to_string(len);
-  given["lens"] = text;
-  const Problem problem = make_problem(plan.family(), given);
+  CUTELAB_REQUIRE(plan.family().name == "mla_decode", kernel, " is not an MLA decode kernel");
+  const std::optional<DType> t = parse_dtype(dtype);
+  CUTELAB_REQUIRE(t, "dtype '", dtype, "' is unknown (bf16, f16)");
+  // The problem `cutelab run --lens=... --s --h --hkv --dtype [--causal]` makes.
+  const Problem problem = mla::decoder_problem(
+      mla::DecoderShape{static_cast<int>(lens.size()), s_q, h_q, h_kv, *t}, causal, lens, 0);
   auto* ws = new std::unique_ptr<Workspace>(plan.inputs(problem, seed));
   nb::capsule owner(ws, [](void* p) noexcept { delete static_cast<std::unique_ptr<Workspace>*>(p); });
   auto* mla_ws = dynamic_cast<mla::MlaDecodeWorkspace*>(ws->get());
-  CUTELAB_REQUIRE(mla_ws, kernel, " is not an MLA decode kernel");
+  CUTELAB_REQUIRE(mla_ws, kernel, ": its workspace is not the MLA family's");
   // The named config, or (empty name) the first valid one, as `cutelab run` picks without a cache.
   std::optional<ConfigDesc> chosen;
   for (const ConfigDesc& c : plan.configs(problem, dev))
@@ -284,20 +283,8 @@ nb::dict cpp_case(const std::string& kernel, const std::string& config, int s_q,
   return out;
 }
 
-nb::dict check_result_dict(const CheckResult& r) {
-  nb::dict d;
-  d["output"] = r.output;
-  d["count"] = r.count;
-  d["passed"] = r.passed;
-  d["reason"] = r.reason;
-  d["rel_l2"] = r.rel_l2;
-  d["max_abs"] = r.max_abs;
-  d["max_rel"] = r.max_rel;
-  d["mismatches"] = r.mismatches;
-  d["nan_inf"] = r.nan_inf;
-  d["first_bad"] = r.first_bad == SIZE_MAX ? -1 : static_cast<long long>(r.first_bad);
-  return d;
-}
+// A runtime record (CheckResult, TimingStats) as Python sees it: its to_json() as a dict.
+nb::object to_python(const nlohmann::json& j) { return nb::module_::import_("json").attr("loads")(j.dump()); }
 
 }  // namespace
 }  // namespace cutelab::python
@@ -387,23 +374,12 @@ NB_MODULE(_C, m) {
         const CheckResult r =
             check_output(name, DType::f32, got.data(), std::span<const float>(ref.data(), ref.size()),
                          Tolerance{atol, rtol, max_rel_l2});
-        return check_result_dict(r);
+        return to_python(r.to_json());
       },
       "name"_a, "got"_a, "ref"_a, "atol"_a, "rtol"_a, "max_rel_l2"_a);
 
   m.def("summarize_samples", [](std::vector<double> samples_us) {
-    const TimingStats s = summarize_samples(std::move(samples_us));
-    nb::dict d;
-    d["n"] = s.n;
-    d["median_us"] = s.median_us;
-    d["p10_us"] = s.p10_us;
-    d["p90_us"] = s.p90_us;
-    d["min_us"] = s.min_us;
-    d["max_us"] = s.max_us;
-    d["mean_us"] = s.mean_us;
-    d["stdev_us"] = s.stdev_us;
-    d["rel_ci"] = s.rel_ci;
-    return d;
+    return to_python(summarize_samples(std::move(samples_us)).to_json());
   });
   m.def(
       "sampling_done",

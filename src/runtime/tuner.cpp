@@ -436,9 +436,11 @@ bool verbose_from_env() {
   return v && *v && std::string(v) != "0";
 }
 
-TuneKey tune_key(const RunResult& r) {
-  return TuneKey{r.kernel, r.problem.key(), r.device.name, r.device.sm(), r.device.runtime_version, r.device.driver()};
+TuneKey tune_key(const std::string& kernel, const Problem& problem, const DeviceInfo& dev) {
+  return TuneKey{kernel, problem.key(), dev.name, dev.sm(), dev.runtime_version, dev.driver()};
 }
+
+TuneKey tune_key(const RunResult& r) { return tune_key(r.kernel, r.problem, r.device); }
 
 const char* status_name(ConfigOutcome::Status s) noexcept {
   switch (s) {

@@ -84,6 +84,8 @@ struct RunResult {
 [[nodiscard]] bool verbose_from_env();
 // The key the tuner stores a run's winner under.
 [[nodiscard]] TuneKey tune_key(const RunResult& r);
+// The same key for a kernel and problem on a device (what a later lookup outside a run uses).
+[[nodiscard]] TuneKey tune_key(const std::string& kernel, const Problem& problem, const DeviceInfo& dev);
 
 // Never throws for problems of the kernel (they land in the result); throws UsageError for
 // bad problems or options.

@@ -6,6 +6,7 @@
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/cache.hpp"
 #include "cutelab/runtime/registry.hpp"
+#include "cutelab/runtime/tuner.hpp"
 
 namespace cutelab::mla {
 namespace {
@@ -16,10 +17,6 @@ std::string join_text(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
-}
-
-TuneKey cache_key(const std::string& kernel, const Problem& problem, const DeviceInfo& dev) {
-  return TuneKey{kernel, problem.key(), dev.name, dev.sm(), dev.runtime_version, dev.driver()};
 }
 
 }  // namespace
@@ -76,7 +73,7 @@ DecoderChoice open_decoder(const DecoderShape& shape, const DecoderRequest& requ
     for (const std::string& name : decoder_kernels()) {
       const KernelPlan& candidate = Registry::instance().find(name);
       if (arch_mismatch(candidate.arch(), dev)) continue;
-      const std::optional<TuneEntry> e = cache.lookup(cache_key(name, problem, dev));
+      const std::optional<TuneEntry> e = cache.lookup(tune_key(name, problem, dev));
       if (e && e->median_us > 0 && (!plan || e->median_us < best_us)) {
         plan = &candidate;
         best_us = e->median_us;
@@ -110,7 +107,7 @@ DecoderChoice open_decoder(const DecoderShape& shape, const DecoderRequest& requ
       throw UsageError(concat("config ", chosen->name, " of ", kernel, " cannot run: ", *why));
     choice.config_source = "given";
   } else {
-    if (const std::optional<TuneEntry> e = cache.lookup(cache_key(kernel, problem, dev)))
+    if (const std::optional<TuneEntry> e = cache.lookup(tune_key(kernel, problem, dev)))
       for (const ConfigDesc& c : configs)
         if (c.name == e->config && !plan->validate(problem, c, dev)) chosen = &c;
     if (chosen) {
