@@ -108,15 +108,23 @@ const ParamSpec& require_spec(const Family& family, const std::string& name) {
 
 Problem build(const Family& family, std::map<std::string, ParamValue> given) {
   for (const ParamSpec& spec : family.params) {
-    if (given.count(spec.name)) continue;
     // An unset list stays out of the problem (and out of its key).
     if (spec.kind == ParamSpec::Kind::integer_list && spec.default_value.empty()) continue;
+    ParamValue def;
     try {
-      given.emplace(spec.name, parse_value(family, spec, spec.default_value));
+      def = parse_value(family, spec, spec.default_value);
     } catch (const UsageError& e) {
       // A bad default is the family's bug, not the user's.
       throw Error(concat("default of ", e.message()));
     }
+    const auto it = given.find(spec.name);
+    if (spec.omit_default) {
+      // Given as its default or not at all: the same problem, with the key it had before the
+      // parameter existed.
+      if (it != given.end() && it->second == def) given.erase(it);
+      continue;
+    }
+    if (it == given.end()) given.emplace(spec.name, std::move(def));
   }
   return Problem(family.name, std::move(given));
 }

@@ -128,6 +128,37 @@ TEST(Problem, AccessorsNameTheMissingOrMistypedParameter) {
   EXPECT_THROW((void)p.boolean("dtype"), Error);
 }
 
+// A parameter added after problems were keyed (omit_default): at its default it is left out, so
+// the keys of problems that do not use it stay the same; another value is kept as any other.
+const Family& grown_family() {
+  static const Family f = [] {
+    Family g = toy_family();
+    g.name = "grown";
+    ParamSpec kv{"kv-dtype", "cache format", ParamSpec::Kind::choice, "same", 0, 0, {"same", "fp8"}};
+    kv.omit_default = true;
+    g.params.push_back(kv);
+    return g;
+  }();
+  return f;
+}
+
+TEST(Problem, OmittedDefaultKeepsTheKeyItHadBefore) {
+  const Problem before = text_problem({{"rows", "7"}});
+  const Problem unset = make_problem(grown_family(), {{"rows", "7"}});
+  const Problem given = make_problem(grown_family(), {{"rows", "7"}, {"kv-dtype", "same"}});
+  EXPECT_EQ(unset.key(), before.key());
+  EXPECT_EQ(given.key(), before.key());
+  EXPECT_FALSE(given.has("kv-dtype"));
+  EXPECT_THROW((void)given.choice("kv-dtype"), Error);  // readers fall back to the default
+  const Problem other = make_problem(grown_family(), nlohmann::json{{"rows", 7}, {"kv-dtype", "fp8"}});
+  EXPECT_EQ(other.choice("kv-dtype"), "fp8");
+  EXPECT_EQ(other.key(), "causal=0,cols=4096,dtype=bf16,kv-dtype=fp8,rows=7");
+  EXPECT_EQ(other.to_json().at("params").at("kv-dtype"), "fp8");
+  // Its values are still checked.
+  const std::string msg = usage_error([] { (void)make_problem(grown_family(), {{"kv-dtype", "fp4"}}); });
+  EXPECT_NE(msg.find("'kv-dtype'"), std::string::npos) << msg;
+}
+
 // ---- integer_list: per-element bounds, text "a,b,c", JSON arrays, key inline or hashed --------
 
 const Family& list_family() {

@@ -29,6 +29,10 @@ struct ParamSpec {
   std::int64_t min = 0;       // integer bounds, inclusive (of each element for integer_list)
   std::int64_t max = INT64_MAX;
   std::vector<std::string> choices;  // for Kind::choice
+  // A parameter added after problems were keyed: while it holds its default it stays out of the
+  // problem, like an unset list, so the keys (tuning caches, reports) of problems that do not use
+  // it stay as they were. Problem::has() says whether it was given a value other than the default.
+  bool omit_default = false;
 };
 
 using IntegerList = std::vector<std::int64_t>;

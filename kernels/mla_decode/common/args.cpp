@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -78,6 +79,97 @@ void require_range(std::int64_t v, const char* what, std::int64_t lo, std::int64
   CUTELAB_REQUIRE(v >= lo && v <= hi, what, " = ", v, " is unsupported, expected ", lo, "..", hi);
 }
 
+// What the cache's dtype and last dimension say it holds; nothing when no format matches.
+std::optional<KvFormat> format_of(const TensorView& kv, DType q_dtype) {
+  if (kv.dtype == q_dtype) return q_dtype == DType::f16 ? KvFormat::f16 : KvFormat::bf16;
+  if (kv.dtype == DType::e4m3) return KvFormat::fp8_tensor;
+  if (kv.dtype == DType::u8 && kv.rank() >= 1) {
+    if (kv.shape.back() == kHeadDimQK) return KvFormat::fp8_tensor;
+    if (kv.shape.back() == kFp8TokenBytes) return KvFormat::fp8_token;
+  }
+  return std::nullopt;
+}
+
+bool accepts(KvFormats formats, KvFormat f) {
+  switch (f) {
+    case KvFormat::fp8_tensor:
+      return formats.fp8_tensor;
+    case KvFormat::fp8_token:
+      return formats.fp8_token;
+    default:
+      return formats.same_as_q;
+  }
+}
+
+// "bf16 (same as q), fp8_tensor (e4m3 or u8 [.., 576]) or ...": what `formats` reads.
+std::string accepted_text(KvFormats formats, DType q_dtype) {
+  std::vector<std::string> parts;
+  if (formats.same_as_q) parts.push_back(concat(dtype_name(q_dtype), " (same as q)"));
+  if (formats.fp8_tensor) parts.push_back(concat("fp8_tensor (e4m3 or u8 [.., ", kHeadDimQK, "])"));
+  if (formats.fp8_token) parts.push_back(concat("fp8_token (u8 [.., ", kFp8TokenBytes, "])"));
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == parts.size() ? " or " : ", ") + parts[i];
+  return out.empty() ? "no KV cache" : out;
+}
+
+// "a bf16 cache (same as q)", "an fp8_token cache (u8 [.., 656])".
+std::string cache_text(KvFormat f, const TensorView& kv) {
+  const std::string_view name = kv_format_name(f);
+  const char* article = name.front() == 'f' ? "an " : "a ";  // f16, fp8_*: "an eff..."
+  if (!is_fp8(f)) return concat(article, name, " cache (same as q)");
+  return concat(article, name, " cache (", dtype_name(kv.dtype), " [.., ", kv_entry_bytes(f), "])");
+}
+
+// The KV cache's format, refused when `formats` does not list it.
+KvFormat check_format(const MlaDecodeArgs& a, DType q_dtype, KvFormats formats) {
+  const std::optional<KvFormat> f = format_of(a.kv_cache, q_dtype);
+  if (!f) {
+    const bool fp8_accepted = formats.fp8_tensor || formats.fp8_token;
+    CUTELAB_REQUIRE(!(fp8_accepted && a.kv_cache.dtype == DType::u8),
+                    "kv_cache: a u8 cache holds fp8_tensor (last dim ", kHeadDimQK,
+                    ") or fp8_token (last dim ", kFp8TokenBytes, ") entries, got shape ",
+                    shape_str(a.kv_cache.shape));
+    throw UsageError(concat("kv_cache: expected dtype ", accepted_text(formats, q_dtype), ", got ",
+                            dtype_name(a.kv_cache.dtype)));
+  }
+  CUTELAB_REQUIRE(accepts(formats, *f), "kv_cache: ", cache_text(*f, a.kv_cache), "; this kernel reads ",
+                  accepted_text(formats, q_dtype));
+  CUTELAB_REQUIRE(!is_fp8(*f) || q_dtype == DType::bf16, "q: expected dtype bf16 with ",
+                  cache_text(*f, a.kv_cache), ", got ", dtype_name(q_dtype));
+  return *f;
+}
+
+// fp8_tensor's scale: a device fp32 scalar; no other format takes one.
+void check_kv_scale(const MlaDecodeArgs& a, KvFormat f) {
+  if (f != KvFormat::fp8_tensor) {
+    CUTELAB_REQUIRE(a.kv_scale == nullptr, "kv_scale: given for ", cache_text(f, a.kv_cache),
+                    "; only fp8_tensor takes one");
+    return;
+  }
+  CUTELAB_REQUIRE(a.kv_scale != nullptr,
+                  "kv_scale: an fp8_tensor cache needs its device fp32 scale, got null");
+  CUTELAB_REQUIRE(is_aligned(a.kv_scale, sizeof(float)), "kv_scale: pointer ", ptr_str(a.kv_scale),
+                  " is not 4-byte aligned");
+}
+
+// Checked mode's look at the FP8 scales (after the lengths and block ids, which it relies on).
+void check_fp8_scales(const MlaDecodeArgs& a, KvFormat f, cudaStream_t stream) {
+  if (f == KvFormat::fp8_tensor) {
+    float scale = 0;
+    CUTELAB_CUDA(cudaMemcpyAsync(&scale, a.kv_scale, sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CUTELAB_CUDA(cudaStreamSynchronize(stream));
+    CUTELAB_REQUIRE(std::isfinite(scale) && scale > 0, "kv_scale: expected a finite value > 0, got ", scale);
+  } else if (f == KvFormat::fp8_token) {
+    const std::optional<BadTokenScale> bad =
+        first_bad_token_scale(a.kv_cache, a.block_table, a.seqlens, stream);
+    CUTELAB_REQUIRE(!bad, "kv_cache: the scale of request ", bad->request, ", token ", bad->token,
+                    ", KV head ", bad->head, ", group ", bad->group, " (latent columns ",
+                    bad->group * kFp8GroupCols, "..", (bad->group + 1) * kFp8GroupCols - 1, ") is ",
+                    bad->value, "; fp8_token scales of owned tokens must be finite and > 0");
+  }
+}
+
 // The device-value checks of checked mode, on host copies.
 void check_device_values(const MlaDecodeArgs& a, const MlaDecodeDims& d, cudaStream_t stream) {
   const std::vector<std::int64_t> bt_stride = strides_of(a.block_table, "block_table");
@@ -111,7 +203,7 @@ void check_device_values(const MlaDecodeArgs& a, const MlaDecodeDims& d, cudaStr
 
 }  // namespace
 
-MlaDecodeDims validate_args(const MlaDecodeArgs& a, bool checked, cudaStream_t stream) {
+MlaDecodeDims validate_args(const MlaDecodeArgs& a, bool checked, cudaStream_t stream, KvFormats formats) {
   MlaDecodeDims d;
 
   // q decides the dtype and the sizes everything else is checked against.
@@ -128,12 +220,15 @@ MlaDecodeDims validate_args(const MlaDecodeArgs& a, bool checked, cudaStream_t s
   d.s_q = static_cast<int>(a.q.shape[1]);
   d.h_q = static_cast<int>(a.q.shape[2]);
 
-  require_dtype(a.kv_cache, "kv_cache", d.dtype, " (same as q)");
-  require_rank(a.kv_cache, "kv_cache", 4, "[num_blocks, 64, h_kv, 576]");
+  d.kv_format = check_format(a, d.dtype, formats);
+  const bool token_format = d.kv_format == KvFormat::fp8_token;
+  require_rank(a.kv_cache, "kv_cache", 4,
+               token_format ? "[num_blocks, 64, h_kv, 656]" : "[num_blocks, 64, h_kv, 576]");
   CUTELAB_REQUIRE(a.kv_cache.shape[1] == kPageSize, "kv_cache: expected ", kPageSize, " tokens per page, got ",
                   a.kv_cache.shape[1]);
-  CUTELAB_REQUIRE(a.kv_cache.shape[3] == kHeadDimQK, "kv_cache: unsupported head dim ", a.kv_cache.shape[3],
-                  ", expected ", kHeadDimQK, " (512 latent + 64 RoPE)");
+  if (!token_format)  // fp8_token's 656 bytes were what told it apart
+    CUTELAB_REQUIRE(a.kv_cache.shape[3] == kHeadDimQK, "kv_cache: unsupported head dim ", a.kv_cache.shape[3],
+                    ", expected ", kHeadDimQK, " (512 latent + 64 RoPE)");
   require_range(a.kv_cache.shape[2], "h_kv (kv_cache dim 2)", 1, kMaxHeadsKV);
   CUTELAB_REQUIRE(a.kv_cache.shape[0] >= 1 && a.kv_cache.shape[0] <= INT32_MAX,
                   "kv_cache: expected 1..", INT32_MAX, " blocks (dim 0), got ", a.kv_cache.shape[0]);
@@ -179,12 +274,16 @@ MlaDecodeDims validate_args(const MlaDecodeArgs& a, bool checked, cudaStream_t s
   require_pointer(a.block_table, "block_table", sizeof(int));
   require_pointer(a.seqlens, "seqlens", sizeof(int));
   require_pointer(a.lse, "lse", sizeof(float));
+  check_kv_scale(a, d.kv_format);
 
   CUTELAB_REQUIRE(std::isfinite(a.softmax_scale) && a.softmax_scale >= 0,
                   "softmax_scale: expected a finite value > 0 (or 0 for 1/sqrt(576)), got ", a.softmax_scale);
   d.scale = a.softmax_scale != 0 ? a.softmax_scale : 1.0f / std::sqrt(static_cast<float>(kHeadDimQK));
 
-  if (checked) check_device_values(a, d, stream);
+  if (checked) {
+    check_device_values(a, d, stream);
+    check_fp8_scales(a, d.kv_format, stream);
+  }
   return d;
 }
 

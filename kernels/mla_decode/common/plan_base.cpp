@@ -21,8 +21,8 @@ std::vector<std::vector<float>> reference_outputs(const MlaDecodeWorkspace& ws, 
   return {copy_to_host<float>(out.view()), copy_to_host<float>(lse.view())};
 }
 
-MlaDecodeDims checked_dims(const MlaDecodeWorkspace& ws, cudaStream_t stream) {
-  return validate_args(ws.args(), /*checked=*/true, stream);
+MlaDecodeDims checked_dims(const MlaDecodeWorkspace& ws, cudaStream_t stream, KvFormats formats) {
+  return validate_args(ws.args(), /*checked=*/true, stream, formats);
 }
 
 }  // namespace cutelab::mla

@@ -25,12 +25,15 @@ inline constexpr std::uint64_t kLengthSeed = 0x6D6C615F6C656E73ull;
 [[nodiscard]] MlaDecodeCase problem_case(const MlaDecodeProblem& p);
 // DESIGN.md's cost model on problem_case(p).
 [[nodiscard]] Cost problem_cost(const MlaDecodeProblem& p);
-// reference_gpu on the workspace's inputs, downloaded: {out [b*s_q*h_q*512], lse [b*h_q*s_q]}.
+// reference_gpu on the workspace's inputs (ws.args(): for an FP8 case its dequantised cache),
+// downloaded: {out [b*s_q*h_q*512], lse [b*h_q*s_q]}.
 [[nodiscard]] std::vector<std::vector<float>> reference_outputs(const MlaDecodeWorkspace& ws,
                                                                 cudaStream_t stream = nullptr);
-// validate_args in checked mode: reads seqlens and the block table (a sync), so call it at plan
-// time, never in a launch closure.
-[[nodiscard]] MlaDecodeDims checked_dims(const MlaDecodeWorkspace& ws, cudaStream_t stream = nullptr);
+// validate_args in checked mode: reads seqlens, the block table and the FP8 scales (a sync), so
+// call it at plan time, never in a launch closure. Every KV format by default: a design's config
+// refuses the formats it does not read before its kernel is made.
+[[nodiscard]] MlaDecodeDims checked_dims(const MlaDecodeWorkspace& ws, cudaStream_t stream = nullptr,
+                                         KvFormats formats = KvFormats::all());
 
 template <class ConfigT>
 class MlaDecodePlanBase : public TypedPlan<MlaDecodeProblem, ConfigT, MlaDecodeWorkspace> {

@@ -67,27 +67,22 @@ Family make_family() {
   dtype.default_value = "bf16";
   dtype.choices = {"bf16", "f16"};
   f.params.push_back(std::move(dtype));
+  ParamSpec kv;
+  kv.name = "kv-dtype";
+  kv.help =
+      "KV-cache format: same (the cache in dtype), fp8_tensor (e4m3, one fp32 scale for the cache), "
+      "fp8_token (656 B per token: 512 e4m3, an fp32 scale per 128 of them, 64 bf16 RoPE); FP8 needs "
+      "dtype bf16 and is checked against the reference on the dequantised cache";
+  kv.kind = ParamSpec::Kind::choice;
+  kv.default_value = "same";
+  kv.choices = {"same", "fp8_tensor", "fp8_token"};
+  kv.omit_default = true;  // problems that do not name it keep the keys they had
+  f.params.push_back(std::move(kv));
   // Small enough for compute-sanitizer, yet covering causal masking, variable lengths with a
   // partly filled last page, and a head group larger than one.
   f.sanitize_problem = {{"b", "2"},       {"s", "2"},         {"t", "200"},      {"h", "16"},
                         {"hkv", "1"},     {"varlen", "true"}, {"causal", "true"}, {"dtype", "bf16"}};
   return f;
-}
-
-// Device bytes a problem needs: KV pages (lengths rounded up to pages, the varlen tail
-// allowed for), q, out, lse and the fp32 reference copies of out and lse.
-double estimated_device_bytes(const MlaDecodeProblem& p) {
-  const double elem = static_cast<double>(dtype_size(p.dtype));
-  double tokens = p.b * ((p.varlen ? 1.1 * p.t : p.t) + kPageSize);
-  if (!p.lens.empty()) {
-    tokens = 0;
-    for (int len : p.lens) tokens += static_cast<double>(ceil_div(len, kPageSize) + 1) * kPageSize;
-  }
-  const double kv = tokens * p.h_kv * kHeadDimQK * elem;
-  const double rows = static_cast<double>(p.b) * p.s_q * p.h_q;
-  const double q = rows * kHeadDimQK * elem;
-  const double out = rows * kHeadDimV * (elem + 4.0) + rows * 8.0;
-  return kv + q + out;
 }
 
 double mean_of(const std::vector<int>& v) {
@@ -99,6 +94,24 @@ double mean_of(const std::vector<int>& v) {
 const Family& MlaDecodeProblem::family() {
   static const Family f = make_family();
   return f;
+}
+
+double estimated_device_bytes(const MlaDecodeProblem& p) {
+  const double elem = static_cast<double>(dtype_size(p.dtype));
+  double tokens = p.b * ((p.varlen ? 1.1 * p.t : p.t) + kPageSize);
+  if (!p.lens.empty()) {
+    tokens = 0;
+    for (int len : p.lens) tokens += static_cast<double>(ceil_div(len, kPageSize) + 1) * kPageSize;
+  }
+  const double entries = tokens * p.h_kv;
+  double kv = entries * kHeadDimQK * elem;
+  // FP8: the bf16 original stays (the quantisation-error reference reads it), the FP8 copy, and
+  // the fp32 dequantised cache reference_gpu reads while it runs.
+  if (is_fp8(p.kv_format)) kv += entries * (kv_entry_bytes(p.kv_format) + kHeadDimQK * 4.0);
+  const double rows = static_cast<double>(p.b) * p.s_q * p.h_q;
+  const double q = rows * kHeadDimQK * elem;
+  const double out = rows * kHeadDimV * (elem + 4.0) + rows * 8.0;
+  return kv + q + out;
 }
 
 MlaDecodeProblem MlaDecodeProblem::from(const Problem& p) {
@@ -123,6 +136,18 @@ MlaDecodeProblem MlaDecodeProblem::from(const Problem& p) {
   CUTELAB_REQUIRE(parsed && (*parsed == DType::bf16 || *parsed == DType::f16),
                   "dtype: expected bf16 or f16, got ", dt);
   m.dtype = *parsed;
+  // kv-dtype stays out of the problem while it is "same" (ParamSpec::omit_default).
+  const std::string kv = p.has("kv-dtype") ? p.choice("kv-dtype") : family().find("kv-dtype")->default_value;
+  if (kv == "same") {
+    m.kv_format = m.dtype == DType::f16 ? KvFormat::f16 : KvFormat::bf16;
+  } else {
+    const std::optional<KvFormat> f = parse_kv_format(kv);
+    CUTELAB_REQUIRE(f && is_fp8(*f), "kv-dtype: expected same, fp8_tensor or fp8_token, got ", kv);
+    CUTELAB_REQUIRE(m.dtype == DType::bf16, "kv-dtype ", kv,
+                    " needs dtype bf16 (FP8 caches are read with bf16 q and out), got dtype ",
+                    dtype_name(m.dtype));
+    m.kv_format = *f;
+  }
 
   // make_problem enforces the bounds for text input; a Problem built in code may not have.
   CUTELAB_REQUIRE(m.b >= 1 && m.b <= kMaxBatch, "b: expected 1..", kMaxBatch, ", got ", m.b);
@@ -144,7 +169,9 @@ MlaDecodeProblem MlaDecodeProblem::from(const Problem& p) {
   const std::string sizes = m.lens.empty()
                                 ? concat("b=", m.b, " and t=", m.t)
                                 : concat("b=", m.b, " and lens (mean ", std::llround(mean_of(m.lens)), ")");
-  CUTELAB_REQUIRE(need <= kMemoryCapBytes, sizes, " with hkv=", m.h_kv, " need about ",
+  const std::string kv_text =
+      is_fp8(m.kv_format) ? concat(" and kv-dtype=", kv_format_name(m.kv_format)) : "";
+  CUTELAB_REQUIRE(need <= kMemoryCapBytes, sizes, " with hkv=", m.h_kv, kv_text, " need about ",
                   std::llround(need / (1ull << 30)), " GiB of device memory, more than the ",
                   std::llround(kMemoryCapBytes / (1ull << 30)), " GiB cap: lower b or ",
                   m.lens.empty() ? "t" : "the lengths");
@@ -159,6 +186,7 @@ MlaDecodeCase MlaDecodeCase::from_problem(const MlaDecodeProblem& p, std::uint64
   c.h_kv = p.h_kv;
   c.causal = p.causal;
   c.dtype = p.dtype;
+  c.kv_format = p.kv_format;
   if (!p.lens.empty()) {
     CUTELAB_REQUIRE(p.lens.size() == static_cast<std::size_t>(p.b), "lens has ", p.lens.size(),
                     " values but b = ", p.b);
@@ -196,9 +224,11 @@ double mla_flops(const MlaDecodeCase& c) {
 }
 
 double mla_bytes(const MlaDecodeCase& c) {
-  const double kv_bytes = static_cast<double>(dtype_size(c.dtype));
+  // Bytes per (token, KV head) entry; a cache in q's dtype has dtype's size per element.
+  const double entry = is_fp8(c.kv_format) ? kv_entry_bytes(c.kv_format)
+                                           : static_cast<double>(kHeadDimQK * dtype_size(c.dtype));
   const double q = static_cast<double>(c.s_q) * c.h_q * kHeadDimQK * 2;
-  const double kv = c.mean_seqlen() * c.h_kv * kHeadDimQK * kv_bytes;
+  const double kv = c.mean_seqlen() * c.h_kv * entry;
   const double out = static_cast<double>(c.s_q) * c.h_q * kHeadDimV * 2;
   return static_cast<double>(c.b) * (q + kv + out);
 }

@@ -7,6 +7,7 @@
 
 #include "cutelab/core/dtype.hpp"
 #include "cutelab/runtime/problem.hpp"
+#include "mla_decode/fp8/kv_format.hpp"
 
 namespace cutelab::mla {
 
@@ -32,6 +33,9 @@ struct MlaDecodeProblem {
   bool varlen = false;  // lengths ~ N(t, t/2), at least s_q
   bool causal = false;  // only meaningful for s_q > 1
   DType dtype = DType::bf16;
+  // The KV cache's format (family param kv-dtype): bf16/f16 = the cache in `dtype` ("same"), or
+  // an FP8 format of kv_format.hpp (dtype bf16 only).
+  KvFormat kv_format = KvFormat::bf16;
   std::vector<int> lens;  // explicit length of each request (size b, 0 allowed); empty: from t / varlen
 
   [[nodiscard]] static const Family& family();
@@ -48,6 +52,9 @@ struct MlaDecodeCase {
   int h_kv = 1;
   bool causal = false;
   DType dtype = DType::bf16;
+  // fp8_tensor / fp8_token: the workspace also quantises the cache into that format. bf16 or f16:
+  // the cache in `dtype` (either value; the workspace sets it to dtype's).
+  KvFormat kv_format = KvFormat::bf16;
   float softmax_scale = 0;        // 0: 1/sqrt(576)
   std::vector<int> seqlens;       // size b; 0 allowed
   int max_blocks_per_seq = 0;     // block-table width; 0: just enough for the longest request
@@ -61,8 +68,16 @@ struct MlaDecodeCase {
   [[nodiscard]] int blocks_per_seq() const;  // max_blocks_per_seq or the computed minimum
 };
 
-// Cost model of DESIGN.md, on the mean sequence length.
+// Cost model of DESIGN.md, on the mean sequence length. mla_bytes counts the KV cache at its
+// format's bytes: kv_entry_bytes / 576 per element (2 for bf16/f16, 1 for fp8_tensor, 656/576
+// for fp8_token: its scales and bf16 RoPE are read too).
 [[nodiscard]] double mla_flops(const MlaDecodeCase& c);
 [[nodiscard]] double mla_bytes(const MlaDecodeCase& c);
+
+// Device bytes a problem's run needs at most (MlaDecodeProblem::from refuses more than 64 GiB):
+// KV pages (lengths rounded up to pages, the varlen tail allowed for), q, out, lse, the fp32
+// reference copies of out and lse and, for an FP8 cache, the FP8 copy next to the bf16 original
+// plus the fp32 dequantised cache the reference reads.
+[[nodiscard]] double estimated_device_bytes(const MlaDecodeProblem& p);
 
 }  // namespace cutelab::mla

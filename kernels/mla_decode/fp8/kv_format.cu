@@ -4,6 +4,7 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "cutelab/core/error.hpp"
@@ -100,7 +101,74 @@ __global__ void dequantize_kernel(KvFormat format, const std::uint8_t* cache, co
                            : __bfloat162float(rope[c - kHeadDimV]);
 }
 
+constexpr int kAmaxThreads = 256;
+
+// Largest finite |x|, as float bits: non-negative floats order like their bit patterns, so one
+// atomicMax on the bits per warp. Eight values per 16-byte load, the last n % 8 one by one.
+__global__ void __launch_bounds__(kAmaxThreads)
+    amax_kernel(const __nv_bfloat16* x, std::int64_t n, unsigned* amax_bits) {
+  const std::int64_t stride = std::int64_t{gridDim.x} * kAmaxThreads;
+  const std::int64_t first = blockIdx.x * std::int64_t{kAmaxThreads} + threadIdx.x;
+  float m = 0.f;
+  for (std::int64_t i = first; i < n / 8; i += stride) {
+    float v[8];
+    load8(x + i * 8, v);
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+      if (isfinite(v[k])) m = fmaxf(m, fabsf(v[k]));
+  }
+  for (std::int64_t i = n / 8 * 8 + first; i < n; i += stride) {
+    const float v = __bfloat162float(x[i]);
+    if (isfinite(v)) m = fmaxf(m, fabsf(v));
+  }
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (threadIdx.x % 32 == 0) atomicMax(amax_bits, __float_as_uint(m));
+}
+
+constexpr int kScaleCheckThreads = 256;
+constexpr int kScaleCheckBlocksPerRequest = 32;
+
+struct ScaleCheckParams {
+  const std::uint8_t* cache;
+  std::int64_t block_stride, token_stride, head_stride;  // bytes
+  const int* block_table;
+  std::int64_t table_stride;  // row of the block table
+  const int* seqlens;
+  int h_kv;
+};
+
+// One grid row per request, its owned (token, head, group) scales spread over the row's blocks.
+// A bad scale's (request, token, head, group), at most 1024 x 131072 x 8 x 4 = 2^32 values, goes
+// into the high word and its bits into the low one: the smallest word is the first bad scale.
+__global__ void __launch_bounds__(kScaleCheckThreads)
+    bad_token_scale_kernel(ScaleCheckParams p, unsigned long long* first) {
+  const int req = blockIdx.x;
+  const int per_token = p.h_kv * kFp8Groups;
+  const std::int64_t n = static_cast<std::int64_t>(p.seqlens[req]) * per_token;
+  const int* table = p.block_table + req * p.table_stride;
+  for (std::int64_t i = blockIdx.y * std::int64_t{kScaleCheckThreads} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.y} * kScaleCheckThreads) {
+    const int token = static_cast<int>(i / per_token);
+    const int head = static_cast<int>(i % per_token) / kFp8Groups;
+    const int group = static_cast<int>(i % kFp8Groups);
+    const std::int64_t page = table[token / kPageSize];
+    const float scale = *reinterpret_cast<const float*>(p.cache + page * p.block_stride +
+                                                        (token % kPageSize) * p.token_stride +
+                                                        head * p.head_stride + kFp8ScaleOffset + 4 * group);
+    if (isfinite(scale) && scale > 0.f) continue;
+    const unsigned long long key =
+        ((static_cast<unsigned long long>(req) * kMaxSeqlen + token) * kMaxHeadsKV + head) * kFp8Groups +
+        group;
+    // NaN as the canonical quiet NaN: a word of all ones stays "none found".
+    atomicMin(first, key << 32 | (isnan(scale) ? 0x7FC00000u : __float_as_uint(scale)));
+  }
+}
+
 std::string shape_text(const TensorView& t) { return t.describe(); }
+
+std::vector<std::int64_t> strides_or_contiguous(const TensorView& t) {
+  return t.stride.empty() ? contiguous_strides(t.shape) : t.stride;
+}
 
 void require_fp8(KvFormat f) {
   CUTELAB_REQUIRE(f == KvFormat::fp8_tensor || f == KvFormat::fp8_token,
@@ -235,6 +303,78 @@ void dequantize_kv(KvFormat format, const TensorView& cache, const float* scale,
   dequantize_kernel<<<static_cast<unsigned>(entries), 128, 0, stream>>>(
       format, static_cast<const std::uint8_t*>(cache.data), scale, out);
   CUTELAB_CUDA_LAUNCH();
+}
+
+float kv_amax(const TensorView& t, cudaStream_t stream) {
+  CUTELAB_REQUIRE(t.dtype == DType::bf16, "kv_amax: expected dtype bf16, got ", dtype_name(t.dtype));
+  CUTELAB_REQUIRE(t.stride.empty() || t.contiguous(),
+                  "kv_amax: expected a contiguous tensor, got strides of ", shape_text(t));
+  const std::int64_t n = t.numel();
+  if (n == 0) return 0.f;
+  CUTELAB_REQUIRE(t.data && is_aligned(t.data, 16), "kv_amax: pointer must be 16-byte aligned");
+  DeviceBuffer bits(sizeof(unsigned));
+  CUTELAB_CUDA(cudaMemsetAsync(bits.data(), 0, sizeof(unsigned), stream));
+  const int blocks =
+      static_cast<int>(std::clamp<std::int64_t>(ceil_div<std::int64_t>(n / 8 + 1, kAmaxThreads), 1, 4096));
+  amax_kernel<<<blocks, kAmaxThreads, 0, stream>>>(t.as<const __nv_bfloat16>(), n,
+                                                   static_cast<unsigned*>(bits.data()));
+  CUTELAB_CUDA_LAUNCH();
+  unsigned host_bits = 0;
+  CUTELAB_CUDA(cudaMemcpyAsync(&host_bits, bits.data(), sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
+  CUTELAB_CUDA(cudaStreamSynchronize(stream));
+  float amax = 0.f;
+  std::memcpy(&amax, &host_bits, sizeof(amax));
+  return amax;
+}
+
+std::optional<BadTokenScale> first_bad_token_scale(const TensorView& cache, const TensorView& block_table,
+                                                   const TensorView& seqlens, cudaStream_t stream) {
+  CUTELAB_REQUIRE(cache.dtype == DType::u8 && cache.rank() == 4 && cache.shape[1] == kPageSize &&
+                      cache.shape[3] == kFp8TokenBytes,
+                  "cache: expected an fp8_token cache u8 [num_blocks, ", kPageSize, ", h_kv, ",
+                  kFp8TokenBytes, "], got ", shape_text(cache));
+  CUTELAB_REQUIRE(cache.shape[2] >= 1 && cache.shape[2] <= kMaxHeadsKV, "cache: h_kv = ", cache.shape[2],
+                  " is outside 1..", kMaxHeadsKV);
+  CUTELAB_REQUIRE(seqlens.dtype == DType::i32 && seqlens.rank() == 1 && seqlens.shape[0] >= 1 &&
+                      seqlens.shape[0] <= kMaxBatch,
+                  "seqlens: expected i32 [b] with b in 1..", kMaxBatch, ", got ", shape_text(seqlens));
+  CUTELAB_REQUIRE(
+      block_table.dtype == DType::i32 && block_table.rank() == 2 && block_table.shape[0] == seqlens.shape[0],
+      "block_table: expected i32 [", seqlens.shape[0], ", max_blocks], got ", shape_text(block_table));
+  const std::vector<std::int64_t> cs = strides_or_contiguous(cache);
+  CUTELAB_REQUIRE(cs[3] == 1 && cs[0] % 16 == 0 && cs[1] % 16 == 0 && cs[2] % 16 == 0,
+                  "cache: expected unit-stride entries and 16-byte-multiple outer strides, got ",
+                  shape_text(cache));
+  const ScaleCheckParams p{static_cast<const std::uint8_t*>(cache.data),
+                           cs[0],
+                           cs[1],
+                           cs[2],
+                           block_table.as<const int>(),
+                           strides_or_contiguous(block_table)[0],
+                           seqlens.as<const int>(),
+                           static_cast<int>(cache.shape[2])};
+  constexpr unsigned long long kNone = ~0ull;
+  DeviceBuffer first(sizeof(kNone));
+  CUTELAB_CUDA(cudaMemsetAsync(first.data(), 0xFF, sizeof(kNone), stream));
+  const dim3 grid(
+      static_cast<unsigned>(seqlens.shape[0]),
+      static_cast<unsigned>(std::min<std::int64_t>(block_table.shape[1], kScaleCheckBlocksPerRequest)));
+  bad_token_scale_kernel<<<grid, kScaleCheckThreads, 0, stream>>>(
+      p, static_cast<unsigned long long*>(first.data()));
+  CUTELAB_CUDA_LAUNCH();
+  unsigned long long word = kNone;
+  CUTELAB_CUDA(cudaMemcpyAsync(&word, first.data(), sizeof(word), cudaMemcpyDeviceToHost, stream));
+  CUTELAB_CUDA(cudaStreamSynchronize(stream));
+  if (word == kNone) return std::nullopt;
+  const unsigned long long key = word >> 32;
+  const auto value_bits = static_cast<std::uint32_t>(word & 0xFFFFFFFFull);
+  BadTokenScale bad;
+  bad.group = static_cast<int>(key % kFp8Groups);
+  bad.head = static_cast<int>(key / kFp8Groups % kMaxHeadsKV);
+  bad.token = static_cast<int>(key / kFp8Groups / kMaxHeadsKV % kMaxSeqlen);
+  bad.request = static_cast<int>(key / kFp8Groups / kMaxHeadsKV / kMaxSeqlen);
+  std::memcpy(&bad.value, &value_bits, sizeof(bad.value));
+  return bad;
 }
 
 }  // namespace cutelab::mla

@@ -20,6 +20,9 @@
 namespace cutelab::mla {
 
 enum class KvFormat : std::uint8_t { bf16, f16, fp8_tensor, fp8_token };
+[[nodiscard]] constexpr bool is_fp8(KvFormat f) noexcept {
+  return f == KvFormat::fp8_tensor || f == KvFormat::fp8_token;
+}
 [[nodiscard]] std::string_view kv_format_name(KvFormat f) noexcept;
 [[nodiscard]] std::optional<KvFormat> parse_kv_format(std::string_view name) noexcept;
 
@@ -55,5 +58,25 @@ void quantize_kv(const QuantizeKvArgs& args, bool checked = false, cudaStream_t 
 // RoPE) columns, the stored bf16 RoPE values for fp8_token. `scale` as for quantize_kv.
 void dequantize_kv(KvFormat format, const TensorView& cache, const float* scale, float* out,
                    cudaStream_t stream = nullptr);
+
+// The largest finite |x| of a contiguous bf16 tensor (NaN and infinities are skipped; 0 when
+// nothing is finite): amax / 448 is an fp8_tensor scale. Reads the result back (a sync on `stream`).
+[[nodiscard]] float kv_amax(const TensorView& t, cudaStream_t stream = nullptr);
+
+// An fp8_token scale that no kernel can divide by: NaN, infinite, zero or negative.
+struct BadTokenScale {
+  int request = 0, token = 0, head = 0, group = 0;  // token: position in the request
+  float value = 0;
+};
+// Looks, on the device, at the 4 scales of every entry a request owns (its first seqlens[i]
+// tokens, through block_table) and returns the first bad one, in (request, token, head, group)
+// order, or nothing. Entries no request owns are not read: NaN there is legal. `cache`: an
+// fp8_token cache (u8 [num_blocks, 64, h_kv, 656], any 16-byte-multiple strides); block_table
+// [b, max_blocks] i32 and seqlens [b] i32 on the device, their values already checked (lengths
+// within the table, block ids within the cache). Reads the result back (a sync on `stream`).
+[[nodiscard]] std::optional<BadTokenScale> first_bad_token_scale(const TensorView& cache,
+                                                                 const TensorView& block_table,
+                                                                 const TensorView& seqlens,
+                                                                 cudaStream_t stream = nullptr);
 
 }  // namespace cutelab::mla

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -22,6 +23,7 @@
 #include "cutelab/core/math.hpp"
 #include "cutelab/runtime/launch.hpp"
 #include "mla_decode/common/problem.hpp"
+#include "mla_decode/fp8/kv_format.hpp"
 
 namespace cutelab::mla {
 
@@ -48,7 +50,9 @@ struct RefParams {
 
 template <class T>
 __device__ float2 load_pair(const T* p) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+  if constexpr (std::is_same_v<T, float>) {
+    return *reinterpret_cast<const float2*>(p);  // a dequantised FP8 cache: read as stored
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
   } else {
     return __half22float2(*reinterpret_cast<const __half2*>(p));
@@ -63,7 +67,8 @@ __device__ float warp_sum(float v) {
 // Dimension pair k of lane `lane` covers q/k columns 2 * (lane + 32 * k) and the next one.
 __device__ int pair_col(int lane, int k) { return 2 * (lane + 32 * k); }
 
-template <class T>
+// Q: q's element type; KV: the cache's (bf16/f16 as q, or fp32 for a dequantised FP8 cache).
+template <class Q, class KV>
 __global__ void __launch_bounds__(kWarps * 32) reference_kernel(RefParams p) {
   __shared__ float s_max[kWarps];
   __shared__ float s_sum[kWarps];
@@ -86,21 +91,21 @@ __global__ void __launch_bounds__(kWarps * 32) reference_kernel(RefParams p) {
     return;
   }
 
-  const T* q = static_cast<const T*>(p.q) + req * p.q_stride[0] + row * p.q_stride[1] + head * p.q_stride[2];
+  const Q* q = static_cast<const Q*>(p.q) + req * p.q_stride[0] + row * p.q_stride[1] + head * p.q_stride[2];
   float2 qv[kLanePairs];
   for (int k = 0; k < kLanePairs; ++k) qv[k] = load_pair(q + pair_col(lane, k));
 
   const int* table = p.block_table + req * p.bt_stride;
   const auto key_row = [&](int j) {
     const std::int64_t page = table[j / kPageSize];
-    return static_cast<const T*>(p.kv) + page * p.kv_stride[0] + (j % kPageSize) * p.kv_stride[1] +
+    return static_cast<const KV*>(p.kv) + page * p.kv_stride[0] + (j % kPageSize) * p.kv_stride[1] +
            kv_head * p.kv_stride[2];
   };
 
   // Pass 1: the row maximum of the scaled logits.
   float row_max = -INFINITY;
   for (int j = warp; j < visible; j += kWarps) {
-    const T* k = key_row(j);
+    const KV* k = key_row(j);
     float dot = 0.0f;
     for (int c = 0; c < kLanePairs; ++c) {
       const float2 kv = load_pair(k + pair_col(lane, c));
@@ -117,7 +122,7 @@ __global__ void __launch_bounds__(kWarps * 32) reference_kernel(RefParams p) {
   float sum = 0.0f;
   float2 acc[kLaneVPairs] = {};
   for (int j = warp; j < visible; j += kWarps) {
-    const T* k = key_row(j);
+    const KV* k = key_row(j);
     float2 kv[kLanePairs];
     float dot = 0.0f;
     for (int c = 0; c < kLanePairs; ++c) {
@@ -151,17 +156,43 @@ double host_value(DType dt, std::uint16_t bits) {
   return dt == DType::bf16 ? bf16_bits_to_float(bits) : f16_bits_to_float(bits);
 }
 
+// A stream-ordered device buffer: freed on the stream after the work enqueued before it.
+class StreamBuffer {
+ public:
+  StreamBuffer(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
+    CUTELAB_CUDA(cudaMallocAsync(&ptr_, bytes, stream));
+  }
+  StreamBuffer(const StreamBuffer&) = delete;
+  StreamBuffer& operator=(const StreamBuffer&) = delete;
+  ~StreamBuffer() { CUTELAB_CUDA_NOEXCEPT(cudaFreeAsync(ptr_, stream_)); }
+  [[nodiscard]] float* get() const noexcept { return static_cast<float*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+  cudaStream_t stream_;
+};
+
 }  // namespace
 
 void reference_gpu(const MlaDecodeArgs& args, float* out_f32, float* lse_f32, cudaStream_t stream) {
-  const MlaDecodeDims d = validate_args(args, /*checked=*/false, stream);
+  const MlaDecodeDims d = validate_args(args, /*checked=*/false, stream, KvFormats::all());
   const auto strides = [](const TensorView& t) {
     return t.stride.empty() ? contiguous_strides(t.shape) : t.stride;
   };
-  const std::vector<std::int64_t> qs = strides(args.q), ks = strides(args.kv_cache), bs = strides(args.block_table);
+  const std::vector<std::int64_t> qs = strides(args.q), bs = strides(args.block_table);
+  std::vector<std::int64_t> ks = strides(args.kv_cache);
+  // An FP8 cache is read through its fp32 dequantisation (dequantize_kv, contiguous), so the
+  // reference computes on exactly the values the format stores.
+  std::optional<StreamBuffer> dequantised;
+  if (is_fp8(d.kv_format)) {
+    const std::int64_t rows = static_cast<std::int64_t>(d.num_blocks) * kPageSize * d.h_kv;
+    dequantised.emplace(static_cast<std::size_t>(rows) * kHeadDimQK * sizeof(float), stream);
+    dequantize_kv(d.kv_format, args.kv_cache, args.kv_scale, dequantised->get(), stream);
+    ks = contiguous_strides({d.num_blocks, kPageSize, d.h_kv, kHeadDimQK});
+  }
   RefParams p{};
   p.q = args.q.data;
-  p.kv = args.kv_cache.data;
+  p.kv = dequantised ? static_cast<const void*>(dequantised->get()) : args.kv_cache.data;
   p.block_table = args.block_table.as<const int>();
   p.seqlens = args.seqlens.as<const int>();
   p.out = out_f32;
@@ -180,12 +211,29 @@ void reference_gpu(const MlaDecodeArgs& args, float* out_f32, float* lse_f32, cu
   LaunchShape shape;
   shape.grid = dim3(static_cast<unsigned>(d.b) * d.s_q * d.h_q);
   shape.block = dim3(kWarps * 32);
-  if (d.dtype == DType::bf16) launch(reference_kernel<__nv_bfloat16>, shape, stream, p);
-  else launch(reference_kernel<__half>, shape, stream, p);
+  if (dequantised)
+    launch(reference_kernel<__nv_bfloat16, float>, shape, stream, p);  // FP8 takes bf16 q
+  else if (d.dtype == DType::bf16)
+    launch(reference_kernel<__nv_bfloat16, __nv_bfloat16>, shape, stream, p);
+  else
+    launch(reference_kernel<__half, __half>, shape, stream, p);
 }
 
+namespace {
+
+// The CPU reference reads the cache's raw 16-bit elements: FP8 caches are refused by name.
+MlaDecodeDims require_16bit_cache(const MlaDecodeArgs& args, const char* who) {
+  const MlaDecodeDims d = validate_args(args, /*checked=*/false, nullptr, KvFormats::all());
+  CUTELAB_REQUIRE(
+      !is_fp8(d.kv_format), who, ": kv_cache is an ", kv_format_name(d.kv_format),
+      " cache; the CPU reference reads bf16/f16 caches only (reference_gpu dequantises FP8 ones)");
+  return d;
+}
+
+}  // namespace
+
 HostMlaInputs download_inputs(const MlaDecodeArgs& args) {
-  (void)validate_args(args, /*checked=*/false);
+  (void)require_16bit_cache(args, "download_inputs");
   for (const auto& [t, name] : {std::pair{&args.q, "q"}, std::pair{&args.kv_cache, "kv_cache"},
                                std::pair{&args.block_table, "block_table"}}) {
     CUTELAB_REQUIRE(t->stride.empty() || t->contiguous(), "download_inputs: ", name,
@@ -201,7 +249,7 @@ HostMlaInputs download_inputs(const MlaDecodeArgs& args) {
 
 void reference_cpu(const MlaDecodeArgs& args, const HostMlaInputs& in, std::vector<float>& out,
                    std::vector<float>& lse) {
-  const MlaDecodeDims d = validate_args(args, /*checked=*/false);
+  const MlaDecodeDims d = require_16bit_cache(args, "reference_cpu");
   const std::size_t rows = static_cast<std::size_t>(d.b) * d.s_q * d.h_q;
   CUTELAB_REQUIRE(in.q.size() == rows * kHeadDimQK, "reference_cpu: q holds ", in.q.size(), " values, expected ",
                   rows * kHeadDimQK);

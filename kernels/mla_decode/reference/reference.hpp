@@ -12,10 +12,13 @@
 
 namespace cutelab::mla {
 
-// out_f32: [b, s_q, h_q, 512], lse_f32: [b, h_q, s_q], both device fp32.
+// out_f32: [b, s_q, h_q, 512], lse_f32: [b, h_q, s_q], both device fp32. Every KV format: an FP8
+// cache is dequantised (dequantize_kv) into a temporary fp32 copy of the whole cache, 4 bytes per
+// element, allocated and freed in `stream`'s order, and read from there.
 void reference_gpu(const MlaDecodeArgs& args, float* out_f32, float* lse_f32, cudaStream_t stream = nullptr);
 
-// Host inputs as raw element bits of `args`' dtype; results in fp64 rounded to float.
+// Host inputs as raw element bits of `args`' dtype; results in fp64 rounded to float. A cache in
+// q's dtype only: both refuse FP8 caches (UsageError).
 struct HostMlaInputs {
   std::vector<std::uint16_t> q, kv_cache;  // bf16 or f16 bits
   std::vector<int> block_table, seqlens;

@@ -44,6 +44,11 @@ inline std::string lens_text(const std::vector<int>& lens) {
   return s;
 }
 
+// The family's kv-dtype value of a cache format ("same": the cache in q's dtype).
+inline std::string kv_dtype_param(KvFormat f) {
+  return f == KvFormat::fp8_tensor || f == KvFormat::fp8_token ? std::string(kv_format_name(f)) : "same";
+}
+
 // The family problem a case belongs to (plans pick configs from it; sizes come from the
 // workspace). It names every length, so MlaDecodeCase::from_problem gives back the case's lengths.
 inline Problem problem_for(const MlaDecodeCase& c) {
@@ -56,7 +61,19 @@ inline Problem problem_for(const MlaDecodeCase& c) {
                                                       {"hkv", std::to_string(c.h_kv)},
                                                       {"causal", c.causal ? "true" : "false"},
                                                       {"dtype", std::string(dtype_name(c.dtype))},
+                                                      {"kv-dtype", kv_dtype_param(c.kv_format)},
                                                       {"lens", lens_text(c.seqlens)}});
+}
+
+// Whether `plan` reads KV caches of `c`'s format (and dtype) at all: some config of it accepts a
+// one-request, one-page problem of that form. A lab design must then accept every size in it.
+inline bool reads_format(const KernelPlan& plan, const MlaDecodeCase& c) {
+  MlaDecodeCase probe = make_case(1, 1, 16, 1, false, c.dtype, {64});
+  probe.kv_format = c.kv_format;
+  const Problem problem = problem_for(probe);
+  for (const ConfigDesc& config : plan.configs(problem, device()))
+    if (!plan.validate(problem, config, device())) return true;
+  return false;
 }
 
 inline std::vector<const KernelPlan*> family_plans() {

@@ -235,45 +235,49 @@ TEST(MlaDecodeChecked, EveryPlanRejectsBeforeWritingAnything) {
   CUTELAB_REQUIRE_GPU();
   const std::vector<const KernelPlan*> plans = family_plans();
   ASSERT_FALSE(plans.empty()) << "no plan of family mla_decode is registered";
-  const Problem problem = problem_for(checked_case());
   int ran = 0;
-  for (const KernelPlan* plan : plans) {
-    const std::string name = plan->id().full();
-    if (auto why = arch_mismatch(plan->arch(), device())) {
-      std::cout << "[ INFO ] " << name << " skipped: " << *why << "\n";
-      continue;
-    }
-    // The plan's own inputs (a design may read another form of the case: an e4m3 cache).
-    const std::unique_ptr<Workspace> own = plan->inputs(problem, 41);
-    auto* family_ws = dynamic_cast<MlaDecodeWorkspace*>(own.get());
-    ASSERT_NE(family_ws, nullptr) << name << ": its workspace is not an MLA decode workspace";
-    MlaDecodeWorkspace& ws = *family_ws;
-    ASSERT_EQ(ws.spec().blocks_per_seq(), 3) << name;
-    std::optional<ConfigDesc> config;
-    for (const ConfigDesc& c : plan->configs(problem, device()))
-      if (!plan->validate(problem, c, device())) {
-        config = c;
-        break;
+  for (const KernelPlan* plan : plans)
+    for (KvFormat format : {KvFormat::bf16, KvFormat::fp8_tensor, KvFormat::fp8_token}) {
+      MlaDecodeCase form = checked_case();
+      form.kv_format = format;
+      const Problem problem = problem_for(form);
+      const std::string name = concat(plan->id().full(), " (", kv_format_name(format), " cache)");
+      if (auto why = arch_mismatch(plan->arch(), device())) {
+        std::cout << "[ INFO ] " << name << " skipped: " << *why << "\n";
+        continue;
       }
-    ASSERT_TRUE(config) << name << ": no valid config for " << problem.key();
-    for (const Corruption& k : corruptions(ws.num_blocks())) {
-      apply(ws, k);
-      ws.poison(nullptr);
-      CUTELAB_CUDA(cudaDeviceSynchronize());
-      try {
-        const Kernel kernel = plan->plan(problem, *config, ws, device());
-        kernel.launch(nullptr);
+      if (!reads_format(*plan, form)) continue;
+      // The plan's own inputs (a design may read another form of the case: an e4m3 cache).
+      const std::unique_ptr<Workspace> own = plan->inputs(problem, 41);
+      auto* family_ws = dynamic_cast<MlaDecodeWorkspace*>(own.get());
+      ASSERT_NE(family_ws, nullptr) << name << ": its workspace is not an MLA decode workspace";
+      MlaDecodeWorkspace& ws = *family_ws;
+      ASSERT_EQ(ws.spec().blocks_per_seq(), 3) << name;
+      std::optional<ConfigDesc> config;
+      for (const ConfigDesc& c : plan->configs(problem, device()))
+        if (!plan->validate(problem, c, device())) {
+          config = c;
+          break;
+        }
+      ASSERT_TRUE(config) << name << ": no valid config for " << problem.key();
+      for (const Corruption& k : corruptions(ws.num_blocks())) {
+        apply(ws, k);
+        ws.poison(nullptr);
         CUTELAB_CUDA(cudaDeviceSynchronize());
-        ADD_FAILURE() << name << " " << config->name << ": " << k.what << " was accepted";
-      } catch (const UsageError& e) {
-        EXPECT_THAT(e.message(), HasSubstr(k.message)) << name << " " << k.what;
+        try {
+          const Kernel kernel = plan->plan(problem, *config, ws, device());
+          kernel.launch(nullptr);
+          CUTELAB_CUDA(cudaDeviceSynchronize());
+          ADD_FAILURE() << name << " " << config->name << ": " << k.what << " was accepted";
+        } catch (const UsageError& e) {
+          EXPECT_THAT(e.message(), HasSubstr(k.message)) << name << " " << k.what;
+        }
+        CUTELAB_CUDA(cudaDeviceSynchronize());
+        EXPECT_TRUE(all_poisoned(ws.out.view())) << name << " wrote out after rejecting " << k.what;
+        EXPECT_TRUE(all_poisoned(ws.lse.view())) << name << " wrote lse after rejecting " << k.what;
       }
-      CUTELAB_CUDA(cudaDeviceSynchronize());
-      EXPECT_TRUE(all_poisoned(ws.out.view())) << name << " wrote out after rejecting " << k.what;
-      EXPECT_TRUE(all_poisoned(ws.lse.view())) << name << " wrote lse after rejecting " << k.what;
+      ++ran;
     }
-    ++ran;
-  }
   if (ran == 0) GTEST_SKIP() << "no mla_decode plan runs on " << device().name;
 }
 

@@ -1,7 +1,8 @@
 // Every registered plan of family mla_decode, every config that validates, against the fp32
 // GPU reference through the runtime's checker: a cross-section of the matrix (b, s_q,
 // lengths around page borders, h_q, h_kv, causal, empty requests, f16), always with shuffled
-// page order and NaN in every slot no request owns.
+// page order and NaN in every slot no request owns; the bf16 cases again over each FP8 KV
+// format (NaN codes and NaN scales in those slots; the reference on the dequantised cache).
 
 #include <gtest/gtest.h>
 
@@ -101,6 +102,16 @@ std::vector<MatrixCase> matrix_cases() {
   // whole requests and pieces of split ones share a part (fixed overhead 2).
   add("len300", 160, 1, 128, 1, false, std::vector<int>(160, 300));
   add("var400", 150, 2, 128, 1, true, random_lens(150, 2, 400, 7, 8));
+  const std::size_t bf16_cache = v.size();
+  for (KvFormat f : {KvFormat::fp8_tensor, KvFormat::fp8_token})
+    for (std::size_t i = 0; i < bf16_cache; ++i) {
+      if (v[i].c.dtype != DType::bf16) continue;
+      MatrixCase mc = v[i];
+      mc.name += concat("_", kv_format_name(f));
+      mc.c.kv_format = f;
+      mc.seed += 100000;
+      v.push_back(std::move(mc));
+    }
   return v;
 }
 
@@ -126,6 +137,7 @@ TEST_P(MlaDecodeMatrix, EveryPlanMatchesTheReference) {
       skipped += concat(name, ": ", *why, "; ");
       continue;
     }
+    if (!reads_format(*plan, mc.c)) continue;  // e.g. a bf16 design on an FP8 cache
     // Each plan's own inputs and reference: a design may read another form of the same case
     // (the FP8-KV baseline: an e4m3 cache, its reference on the dequantised one).
     const std::unique_ptr<Workspace> ws = plan->inputs(problem, mc.seed);

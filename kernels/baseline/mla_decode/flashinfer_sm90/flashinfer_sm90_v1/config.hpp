@@ -28,6 +28,11 @@ struct FlashInferConfig {
   [[nodiscard]] std::optional<std::string> validate(const MlaDecodeProblem& p, const DeviceInfo& dev) const {
     if (p.dtype != DType::bf16 && p.dtype != DType::f16)
       return concat("dtype ", dtype_name(p.dtype), " is not supported (bf16, f16)");
+    if (is_fp8(p.kv_format))
+      return concat(
+          "kv-dtype ", kv_format_name(p.kv_format),
+          ": this baseline reads a KV cache in q's dtype (baseline/mla_decode/flashinfer_sm90_fp8kv "
+          "reads fp8_tensor)");
     if (auto why = flashinfer_sm90::unsupported(p)) return why;
     const flashinfer_sm90::KernelInfo k = flashinfer_sm90::kernel_info(
         p.dtype == DType::bf16 ? flashinfer_sm90::Types::bf16 : flashinfer_sm90::Types::f16,

@@ -28,6 +28,10 @@ struct FlashInferFp8KvConfig {
   [[nodiscard]] std::optional<std::string> validate(const MlaDecodeProblem& p, const DeviceInfo& dev) const {
     if (p.dtype != DType::bf16)
       return concat("dtype ", dtype_name(p.dtype), ": the e4m3 KV path runs bf16 q and out only");
+    // kv-dtype same and fp8_tensor both run its own per-tensor e4m3 cache (Fp8KvWorkspace).
+    if (p.kv_format == KvFormat::fp8_token)
+      return "kv-dtype fp8_token: FlashInfer's MLA reads an e4m3 cache with one scale (fp8_tensor), "
+             "not per-token scales";
     if (auto why = flashinfer_sm90::unsupported(p)) return why;
     const flashinfer_sm90::KernelInfo k =
         flashinfer_sm90::kernel_info(flashinfer_sm90::Types::bf16_q_e4m3_kv, p.causal && p.s_q > 1);

@@ -22,6 +22,9 @@ struct NaiveConfig {
   [[nodiscard]] std::string name() const { return concat("t", threads, "_h", heads); }
   [[nodiscard]] nlohmann::json to_json() const { return {{"threads", threads}, {"heads", heads}}; }
   [[nodiscard]] std::optional<std::string> validate(const MlaDecodeProblem& p, const DeviceInfo& dev) const {
+    if (is_fp8(p.kv_format))
+      return concat("kv-dtype ", kv_format_name(p.kv_format),
+                    ": this baseline reads a KV cache in q's dtype only");
     if (threads > dev.max_threads_per_block)
       return concat("needs ", threads, " threads per block, the device allows ", dev.max_threads_per_block);
     // A head tile far wider than the group only idles: keep the narrowest tile that covers it.

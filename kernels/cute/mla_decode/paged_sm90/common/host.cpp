@@ -17,15 +17,41 @@ constexpr std::uint64_t kEvictNormal = 0x1000000000000000ull;
 constexpr std::uint64_t kEvictFirst = 0x12F0000000000000ull;
 
 // KV cache as (576 columns, h_kv heads, 64 tokens, pages); one box = 64 columns x 64 tokens,
-// 128-byte swizzle (the layout the kernels' K tiles are declared with).
-CUtensorMap make_kv_map(const MlaDecodeArgs& args, const MlaDecodeDims& call) {
-  const std::uint64_t elem = dtype_size(call.dtype);
-  const std::uint64_t cols = kHeadDimQK, heads = call.h_kv, tokens = kPageSize;
-  return sm90::make_tiled_tensor_map<4>(
-      call.dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, args.kv_cache.data,
-      {cols, heads, tokens, static_cast<std::uint64_t>(call.num_blocks)},
-      {cols * elem, heads * cols * elem, tokens * heads * cols * elem}, {64u, 1u, static_cast<std::uint32_t>(tokens), 1u},
-      CU_TENSOR_MAP_SWIZZLE_128B);
+// 128-byte swizzle (the layout the kernels' K tiles are declared with). FP8 caches: (entry
+// bytes, h_kv, 64, pages), boxes of 64 bytes x 64 tokens unswizzled (the staging layout the
+// FP8 designs dequantise from), and for fp8_token the bf16 RoPE values at byte 528 of each entry
+// as their own (64, h_kv, 64, pages) map.
+KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call) {
+  const std::uint64_t heads = call.h_kv, tokens = kPageSize,
+                      pages = static_cast<std::uint64_t>(call.num_blocks);
+  const std::array<std::uint32_t, 4> box{64u, 1u, static_cast<std::uint32_t>(tokens), 1u};
+  KvMaps maps;
+  if (call.kv_format == KvFormat::bf16 || call.kv_format == KvFormat::f16) {
+    const std::uint64_t elem = dtype_size(call.dtype);
+    const std::uint64_t cols = kHeadDimQK;
+    maps.kv = sm90::make_tiled_tensor_map<4>(
+        call.dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        args.kv_cache.data, {cols, heads, tokens, pages},
+        {cols * elem, heads * cols * elem, tokens * heads * cols * elem}, box, CU_TENSOR_MAP_SWIZZLE_128B);
+    return maps;
+  }
+  const std::uint64_t entry = static_cast<std::uint64_t>(kv_entry_bytes(call.kv_format));
+  const std::array<std::uint64_t, 3> strides{entry, entry * heads, entry * heads * tokens};
+  maps.kv =
+      sm90::make_tiled_tensor_map<4>(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.kv_cache.data,
+                                     {entry, heads, tokens, pages}, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+  if (call.kv_format == KvFormat::fp8_token)
+    maps.rope = sm90::make_tiled_tensor_map<4>(
+        CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        static_cast<const std::uint8_t*>(args.kv_cache.data) + kFp8RopeOffset,
+        {kHeadDimQK - kHeadDimV, heads, tokens, pages}, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+  return maps;
+}
+
+KvFormats formats_of(KvFormat f) {
+  if (f == KvFormat::fp8_tensor) return {false, true, false};
+  if (f == KvFormat::fp8_token) return {false, false, true};
+  return {};
 }
 
 std::string ptr_text(const void* p) { return concat("0x", std::hex, reinterpret_cast<std::uintptr_t>(p)); }
@@ -74,8 +100,13 @@ std::vector<int> StepPlan::planned_blocks(cudaStream_t stream) const {
 
 Runner::Runner(const MlaDecodeDims& d, const DeviceInfo& dev, const TuneConfig& c, MainKernel main)
     : dims_(d), config_(c), main_(main) {
+  CUTELAB_REQUIRE(main_.function != nullptr, main_.name, ": no kernel for this dtype and KV format");
   CUTELAB_REQUIRE(d.dtype == DType::bf16 || d.dtype == DType::f16, main_.name, ": dtype must be bf16 or f16, got ",
                   dtype_name(d.dtype));
+  CUTELAB_REQUIRE(!main_.fp8_format || d.dtype == DType::bf16, main_.name,
+                  ": FP8 KV caches take bf16 q and out, got ", dtype_name(d.dtype));
+  // The format the main kernel reads; every call's cache must be in it.
+  dims_.kv_format = main_.fp8_format.value_or(d.dtype == DType::f16 ? KvFormat::f16 : KvFormat::bf16);
   CUTELAB_REQUIRE(d.b >= 1 && d.b <= kScheduleMaxBatch, main_.name, ": b = ", d.b, " outside [1, ", kScheduleMaxBatch,
                   "]");
   CUTELAB_REQUIRE(d.h_kv >= 1 && d.h_q % d.h_kv == 0, main_.name, ": h_q (", d.h_q,
@@ -129,7 +160,7 @@ void Runner::plan_step(StepPlan& plan, const TensorView& seqlens, cudaStream_t s
 
 PreparedCall Runner::prepare(const StepPlan& plan, const MlaDecodeArgs& args, bool checked,
                              cudaStream_t stream) const {
-  const MlaDecodeDims call = validate_args(args, checked, stream);
+  const MlaDecodeDims call = validate_args(args, checked, stream, formats_of(dims_.kv_format));
   const MlaDecodeDims& d = dims_;
   CUTELAB_REQUIRE(call.s_q == d.s_q && call.h_q == d.h_q && call.h_kv == d.h_kv && call.dtype == d.dtype, main_.name,
                   ": call shape (s_q ", call.s_q, ", h_q ", call.h_q, ", h_kv ", call.h_kv, ", ", dtype_name(call.dtype),
@@ -166,6 +197,8 @@ PreparedCall Runner::prepare(const StepPlan& plan, const MlaDecodeArgs& args, bo
   p.lse = args.lse.as<float>();
   p.block_table = args.block_table.as<int>();
   p.seqlens = args.seqlens.as<int>();
+  p.kv_cache = args.kv_cache.data;
+  p.kv_scale = args.kv_scale;
   p.b = call.b;
   p.s_q = d.s_q;
   p.h_q = d.h_q;
@@ -186,12 +219,12 @@ PreparedCall Runner::prepare(const StepPlan& plan, const MlaDecodeArgs& args, bo
   p.partials.out = static_cast<float*>(plan.partial_out_.data());
   p.partials.lse = static_cast<float*>(plan.partial_lse_.data());
   p.partials.rows_per_head = m_tiles_ * kBlockM;
-  return PreparedCall{p, make_kv_map(args, call), call, args.out.data};
+  return PreparedCall{p, make_kv_maps(args, call), call, args.out.data};
 }
 
 void Runner::launch(const PreparedCall& call, cudaStream_t stream) const {
   const Params& p = call.params;
-  main_.launch(p, call.kv_map, dim3(dims_.h_kv * m_tiles_, num_parts_, 1), stream);
+  main_.launch(p, call.kv_maps, dim3(dims_.h_kv * m_tiles_, num_parts_, 1), stream);
   CombineArgs c;
   c.out = call.out;
   c.lse = p.lse;

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,16 +34,25 @@ struct TuneConfig {
   [[nodiscard]] std::string name() const;
 };
 
-// One version's main kernel for one element type. It is launched as a programmatic dependent
-// of whatever precedes it in the stream (the schedule kernel, or a previous layer) and must call
-// sm90::wait_for_prior_grid() before reading the schedule.
+// The TMA maps of a call: `kv` over the cache (bf16/f16: 64 columns x 64 tokens, 128-byte
+// swizzle; FP8: 64 bytes x 64 tokens, unswizzled), `rope` over fp8_token's bf16 RoPE values
+// (64 x 64 tokens, unswizzled; unused otherwise).
+struct KvMaps {
+  CUtensorMap kv{};
+  CUtensorMap rope{};
+};
+
+// One version's main kernel for one element type (and, for FP8 designs, one cache format). It is launched as
+// a programmatic dependent of whatever precedes it in the stream (the schedule kernel, or a previous layer)
+// and must call sm90::wait_for_prior_grid() before reading the schedule.
 struct MainKernel {
   const char* name = "";
   const void* function = nullptr;
   std::size_t shared_bytes = 0;
   int block_threads = 0;
   void (*set_attributes)() = nullptr;  // raises the dynamic shared-memory limit (plan time)
-  void (*launch)(const Params&, const CUtensorMap&, dim3 grid, cudaStream_t) = nullptr;
+  void (*launch)(const Params&, const KvMaps&, dim3 grid, cudaStream_t) = nullptr;
+  std::optional<KvFormat> fp8_format;  // empty: it reads a cache in q's dtype
 };
 
 // The plan of one decode step: the split schedule of its lengths and the scratch its split
@@ -72,10 +82,15 @@ class StepPlan {
   DeviceBuffer parts_, requests_, partial_out_, partial_lse_, error_flag_;
 };
 
+// Whether `kv` is the cache in q's dtype (what the bf16/f16 versions read).
+[[nodiscard]] inline bool same_as_q(DType dtype, KvFormat kv) {
+  return (dtype == DType::bf16 && kv == KvFormat::bf16) || (dtype == DType::f16 && kv == KvFormat::f16);
+}
+
 // Everything one call needs, checked and encoded once: a launch only enqueues kernels.
 struct PreparedCall {
   Params params;
-  CUtensorMap kv_map{};
+  KvMaps kv_maps;
   MlaDecodeDims dims;
   void* out = nullptr;
 };

@@ -16,13 +16,13 @@ void set_attributes() {
 }
 
 template <class Traits, auto kKernel>
-void launch_main(const Params& p, const CUtensorMap& kv_map, dim3 grid, cudaStream_t stream) {
+void launch_main(const Params& p, const KvMaps& maps, dim3 grid, cudaStream_t stream) {
   LaunchShape shape;
   shape.grid = grid;
   shape.block = dim3(Traits::kThreads, 1, 1);
   shape.dynamic_smem = sizeof(typename Traits::SharedStorage);
   shape.programmatic_dependent_launch = true;  // the kernel waits for the schedule itself
-  cutelab::launch(kKernel, shape, stream, p, kv_map);
+  cutelab::launch(kKernel, shape, stream, p, maps.kv);
 }
 
 template <class Traits, auto kKernel>

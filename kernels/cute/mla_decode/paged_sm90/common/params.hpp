@@ -13,6 +13,8 @@ struct Params {
   float* lse = nullptr;             // [b, h_q, s_q]
   const int* block_table = nullptr; // [b, max_blocks]
   const int* seqlens = nullptr;     // [b]
+  const void* kv_cache = nullptr;   // the cache as given (FP8 designs read per-token scales from it)
+  const float* kv_scale = nullptr;  // fp8_tensor: device fp32 scale of the cache
   int b = 0, s_q = 0, h_q = 0, h_kv = 0, max_blocks = 0;
   int heads_per_kv = 0;   // h_q / h_kv
   int rows_per_head = 0;  // s_q * heads_per_kv packed query rows per KV head

@@ -187,11 +187,12 @@ CUTE_DEVICE void zero_v_tail(typename Traits::Element* tile, int valid, int wg,
 // register i holds row r0 + 8 * ((i >> 1) & 1), column col_base + (i & 1) + 8 * (i >> 2).
 // `row_max` is in log2 units of the scaled logits; `row_sum` the complete sum of the row's
 // probabilities. A row that saw no key gets lse +inf as a final result, -inf (weight 0) as a
-// partial; its output is 0 either way.
+// partial; its output is 0 either way. `out_scale` multiplies the output (an FP8 cache's
+// per-tensor scale, which the tile's values leave out).
 template <class Element, int kHeadDimV, int kBlockM, class FragO>
-CUTE_DEVICE void write_piece(const Params& p, int req, int kv_head, int m_tile, int part, int r0, int col_base,
-                             bool writes_lse, const float (&row_max)[2], const float (&row_sum)[2],
-                             const FragO& tOrO) {
+CUTE_DEVICE void write_piece(const Params& p, int req, int kv_head, int m_tile, int part, int r0,
+                             int col_base, bool writes_lse, const float (&row_max)[2],
+                             const float (&row_sum)[2], const FragO& tOrO, float out_scale = 1.f) {
   const RequestSplit rs = p.schedule.requests[req];
   const bool split = rs.num_splits > 1;
   const int slot = rs.split_offset + part - rs.first_part;
@@ -202,7 +203,7 @@ CUTE_DEVICE void write_piece(const Params& p, int req, int kv_head, int m_tile, 
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {
     const bool any = row_sum[h] > 0.f;
-    inv[h] = stale ? NAN : any ? 1.f / row_sum[h] : 0.f;
+    inv[h] = stale ? NAN : any ? out_scale / row_sum[h] : 0.f;
     lse[h] = stale ? NAN
              : any ? (row_max[h] + log2f(row_sum[h])) * 0.69314718055994530942f
                    : (split ? -INFINITY : INFINITY);

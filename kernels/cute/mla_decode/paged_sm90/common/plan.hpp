@@ -4,7 +4,7 @@
 //
 //   struct Version {
 //     static KernelId id();  static std::string summary();
-//     static paged_sm90::MainKernel main_kernel(DType);
+//     static paged_sm90::MainKernel main_kernel(DType, KvFormat);  // function null: not served
 //     static constexpr int kRegistersPerSm;   // registers one CTA needs (after setmaxnreg, if any)
 //     static constexpr int kThreads, kStages;
 //     static constexpr int kMinBlocksPerPart[N];  // the schedule's shortest-part values to tune over
@@ -42,7 +42,10 @@ struct PlanConfig {
   [[nodiscard]] std::optional<std::string> validate(const MlaDecodeProblem& p, const DeviceInfo& dev) const {
     if (p.dtype != DType::bf16 && p.dtype != DType::f16)
       return concat("dtype ", dtype_name(p.dtype), " is not supported (bf16, f16)");
-    const std::size_t smem = Version::main_kernel(p.dtype).shared_bytes;
+    const MainKernel main = Version::main_kernel(p.dtype, p.kv_format);
+    if (main.function == nullptr)
+      return concat("reads no ", kv_format_name(p.kv_format), " KV cache with ", dtype_name(p.dtype), " q");
+    const std::size_t smem = main.shared_bytes;
     if (smem > dev.smem_per_block_optin)
       return concat("needs ", smem, " B of shared memory per block, the device allows ", dev.smem_per_block_optin);
     if (Version::kRegistersPerSm > dev.regs_per_sm)
@@ -71,8 +74,9 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
     dims.h_q = shape.h_q;
     dims.h_kv = shape.h_kv;
     dims.dtype = shape.dtype;
+    const KvFormat kv = shape.dtype == DType::f16 ? KvFormat::f16 : KvFormat::bf16;
     return std::make_unique<RunnerDecoder>(
-        Runner(dims, dev, Config::from_json(config.params).tune, Version::main_kernel(shape.dtype)));
+        Runner(dims, dev, Config::from_json(config.params).tune, Version::main_kernel(shape.dtype, kv)));
   }
 
  protected:
@@ -91,7 +95,8 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
                                    const DeviceInfo& dev) const override {
     // Checked once here (reads seqlens and block ids); the launch path itself never syncs.
     const MlaDecodeDims dims = checked_dims(ws);
-    auto runner = std::make_shared<const Runner>(dims, dev, c.tune, Version::main_kernel(dims.dtype));
+    auto runner =
+        std::make_shared<const Runner>(dims, dev, c.tune, Version::main_kernel(dims.dtype, dims.kv_format));
     std::shared_ptr<StepPlan> step = runner->make_step_plan();
     const TensorView seqlens = ws.seqlens.view();
     runner->plan_step(*step, seqlens, nullptr);

@@ -15,7 +15,9 @@ struct Version {
     return "2 warpgroups, each page's S once (pages in pairs), KV column groups refilled by their last reader, "
            "split-KV on the GPU";
   }
-  static paged_sm90::MainKernel main_kernel(DType dtype) { return paged_sm90_v2::main_kernel(dtype); }
+  static paged_sm90::MainKernel main_kernel(DType dtype, KvFormat kv) {
+    return paged_sm90::same_as_q(dtype, kv) ? paged_sm90_v2::main_kernel(dtype) : paged_sm90::MainKernel{};
+  }
   static constexpr int kRegistersPerSm = T::kThreads * 255;  // no setmaxnreg: __launch_bounds__(256, 1)
   static constexpr int kThreads = T::kThreads;
   static constexpr int kStages = T::kStages;
