@@ -30,10 +30,11 @@ inline constexpr std::uint64_t kLengthSeed = 0x6D6C615F6C656E73ull;
 [[nodiscard]] std::vector<std::vector<float>> reference_outputs(const MlaDecodeWorkspace& ws,
                                                                 cudaStream_t stream = nullptr);
 // validate_args in checked mode: reads seqlens, the block table and the FP8 scales (a sync), so
-// call it at plan time, never in a launch closure. Every KV format by default: a design's config
-// refuses the formats it does not read before its kernel is made.
+// call it at plan time, never in a launch closure. `formats`: the KV formats the caller's kernel
+// reads (default: the cache in q's dtype), so a workspace in another format is refused here too,
+// not only by the config's validate().
 [[nodiscard]] MlaDecodeDims checked_dims(const MlaDecodeWorkspace& ws, cudaStream_t stream = nullptr,
-                                         KvFormats formats = KvFormats::all());
+                                         KvFormats formats = {});
 
 template <class ConfigT>
 class MlaDecodePlanBase : public TypedPlan<MlaDecodeProblem, ConfigT, MlaDecodeWorkspace> {

@@ -17,7 +17,8 @@ class MlaDecodeWorkspace : public Workspace {
   MlaDecodeWorkspace(MlaDecodeCase c, std::uint64_t seed);
 
   // out, lse; for an FP8 case checked against the reference on the dequantised cache (the
-  // kernel's arithmetic error only: the bf16 tolerances).
+  // kernel's arithmetic error only: the bf16 tolerances, fp8_token's widened by the bf16
+  // rounding of its dequantised tile).
   [[nodiscard]] std::vector<OutputSpec> outputs() const override;
   // The arguments a kernel runs on: the FP8 cache (and fp8_tensor's kv_scale) for an FP8 case.
   [[nodiscard]] MlaDecodeArgs args() const;

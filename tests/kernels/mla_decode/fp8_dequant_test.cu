@@ -64,7 +64,7 @@ TEST(Fp8Dequant, EveryCodeExactUnscaled) {
   }
 }
 
-TEST(Fp8Dequant, EveryCodeTimesFp32ScaleRoundsOnceToBf16) {
+TEST(Fp8Dequant, EveryCodeTimesFp32ScaleViaFp32ToBf16) {
   if (!has_gpu()) GTEST_SKIP() << "no CUDA device";
   for (float scale : {1.f / 448.f, 0.0123f, 3.7f, 300.f, 1.5e4f}) {
     const std::vector<std::uint16_t> got = run(true, scale);

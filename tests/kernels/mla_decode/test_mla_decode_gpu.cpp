@@ -236,6 +236,7 @@ TEST(MlaDecodeChecked, EveryPlanRejectsBeforeWritingAnything) {
   const std::vector<const KernelPlan*> plans = family_plans();
   ASSERT_FALSE(plans.empty()) << "no plan of family mla_decode is registered";
   int ran = 0;
+  std::set<KvFormat> formats_run;
   for (const KernelPlan* plan : plans)
     for (KvFormat format : {KvFormat::bf16, KvFormat::fp8_tensor, KvFormat::fp8_token}) {
       MlaDecodeCase form = checked_case();
@@ -277,8 +278,11 @@ TEST(MlaDecodeChecked, EveryPlanRejectsBeforeWritingAnything) {
         EXPECT_TRUE(all_poisoned(ws.lse.view())) << name << " wrote lse after rejecting " << k.what;
       }
       ++ran;
+      formats_run.insert(format);
     }
   if (ran == 0) GTEST_SKIP() << "no mla_decode plan runs on " << device().name;
+  // Some plan must have taken every format: a format no plan reads would be checked by nothing.
+  EXPECT_EQ(formats_run.size(), 3u) << "a KV format that no plan read";
 }
 
 // validate_args accepts padded rows (the family's contract); the paged_sm90 kernels address q,

@@ -100,7 +100,8 @@ std::vector<int> StepPlan::planned_blocks(cudaStream_t stream) const {
 
 Runner::Runner(const MlaDecodeDims& d, const DeviceInfo& dev, const TuneConfig& c, MainKernel main)
     : dims_(d), config_(c), main_(main) {
-  CUTELAB_REQUIRE(main_.function != nullptr, main_.name, ": no kernel for this dtype and KV format");
+  CUTELAB_REQUIRE(main_.function != nullptr, "this design has no main kernel for ", dtype_name(d.dtype),
+                  " q with the KV format asked for (the decoder API asks for a cache in q's dtype)");
   CUTELAB_REQUIRE(d.dtype == DType::bf16 || d.dtype == DType::f16, main_.name, ": dtype must be bf16 or f16, got ",
                   dtype_name(d.dtype));
   CUTELAB_REQUIRE(!main_.fp8_format || d.dtype == DType::bf16, main_.name,

@@ -94,7 +94,8 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
   [[nodiscard]] Kernel make_kernel(const MlaDecodeProblem&, const Config& c, MlaDecodeWorkspace& ws,
                                    const DeviceInfo& dev) const override {
     // Checked once here (reads seqlens and block ids); the launch path itself never syncs.
-    const MlaDecodeDims dims = checked_dims(ws);
+    // Every format here; the Runner refuses a cache its main kernel does not read.
+    const MlaDecodeDims dims = checked_dims(ws, nullptr, KvFormats::all());
     auto runner =
         std::make_shared<const Runner>(dims, dev, c.tune, Version::main_kernel(dims.dtype, dims.kv_format));
     std::shared_ptr<StepPlan> step = runner->make_step_plan();

@@ -31,9 +31,9 @@ __device__ __forceinline__ std::uint32_t as_bits(__nv_bfloat162 v) {
 __device__ __forceinline__ __nv_bfloat162 pow2_120x2() { return as_bf162(0x7B807B80u); }
 
 // Sixteen codes (one 16-byte shared-memory load) -> sixteen bf16 values: out[0] codes 0-7,
-// out[1] codes 8-15. Unscaled (kScaled false): exact. Scaled: code * scale rounded once to bf16
-// (the product is made in fp32, where code * 2^-120 * 2^120 is exact and the scale's one fp32
-// multiply rounds at 2^-24), so a group's 128 values share no bf16 rounding of their scale.
+// out[1] codes 8-15. Unscaled (kScaled false): exact. Scaled: code * scale in fp32 (code * 2^-120
+// * 2^120 is exact, the scale's multiply rounds at 2^-24), then rounded to bf16: no bf16 rounding
+// of the scale itself, which a group's 128 values would share.
 template <bool kScaled>
 __device__ __forceinline__ void dequant16(const uint4& codes, float scale, uint4 (&out)[2]) {
   const std::uint32_t words[4] = {codes.x, codes.y, codes.z, codes.w};

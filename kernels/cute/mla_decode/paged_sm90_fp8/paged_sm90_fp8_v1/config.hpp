@@ -68,7 +68,8 @@ struct Traits : paged_sm90::TileConstants, paged_sm90::TraitsTypes<cute::bfloat1
     float final_max[2][kBlockM];  // a piece's running max (log2 units) and row sum, by piece parity
     float final_sum[2][kBlockM];
     alignas(8) std::uint64_t stage_full[kStages];  // TMA bytes of a staged page landed
-    // Chunk c of the bf16 tile holds the current page (warpgroup 0's 4 warps arrive).
+    // Chunk c of the bf16 tile holds the current page (warpgroup 0 arrives: chunk 0 all 128
+    // threads, the others one thread per warp).
     alignas(8) std::uint64_t chunk_ready[kNumChunks];
     alignas(8) std::uint64_t p_ready;   // warpgroup 1 published P and the scales: 128 arrivals
     alignas(8) std::uint64_t wg1_done;  // warpgroup 1's P V of the page completed: 128 arrivals

@@ -44,7 +44,9 @@ struct Kernel {
       cute::prefetch_tma_descriptor(kv_map);
       if constexpr (T::kTokenScales) cute::prefetch_tma_descriptor(rope_map);
       for (int s = 0; s < T::kStages; ++s) FullBarrier::init(&smem.stage_full[s], 1);
-      for (int c = 0; c < T::kNumChunks; ++c) SignalBarrier::init(&smem.chunk_ready[c], 4);
+      // Chunk 0: every thread of warpgroup 0 arrives (its arrival also releases that thread's reads
+      // of the previous page's scales, which warpgroup 1 overwrites after S). Others: one per warp.
+      for (int c = 0; c < T::kNumChunks; ++c) SignalBarrier::init(&smem.chunk_ready[c], c == 0 ? 128 : 4);
       SignalBarrier::init(&smem.p_ready, 128);
       SignalBarrier::init(&smem.wg1_done, 128);
       for (int s = 0; s < 2; ++s) {
@@ -211,8 +213,9 @@ struct Kernel {
       }
       cutlass::arch::fence_view_async_shared();  // generic stores, then warpgroup 1's wgmma reads
       __syncwarp();
-      if (lane == 0) CUTE_UNROLL
-      for (int i = 0; i < kCount; ++i) SignalBarrier::arrive(&smem.chunk_ready[c0 + i]);
+      CUTE_UNROLL
+      for (int i = 0; i < kCount; ++i)
+        if (c0 + i == 0 || lane == 0) SignalBarrier::arrive(&smem.chunk_ready[c0 + i]);
     };
     // The RoPE chunk: fp8_tensor's e4m3 codes like the rest; fp8_token's bf16 values moved.
     const auto dequant_rope = [&](int slot) CUTLASS_LAMBDA_FUNC_INLINE {
