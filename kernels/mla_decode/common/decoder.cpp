@@ -54,7 +54,8 @@ Problem decoder_problem(const DecoderShape& shape, bool causal, const std::vecto
 std::vector<std::string> decoder_kernels() {
   std::vector<std::string> names;
   for (const KernelPlan* p : Registry::instance().all())
-    if (p->family().name == "mla_decode" && as_source(*p)) names.push_back(p->id().full());
+    if (p->family().name == "mla_decode" && as_source(*p) && as_source(*p)->reads_cache_in_q_dtype())
+      names.push_back(p->id().full());
   return names;
 }
 
@@ -84,6 +85,11 @@ DecoderChoice open_decoder(const DecoderShape& shape, const DecoderRequest& requ
   const std::string kernel = plan->id().full();
   CUTELAB_REQUIRE(plan->family().name == "mla_decode", kernel, " is not an MLA decode kernel");
   const DecoderSource* source = as_source(*plan);
+  CUTELAB_REQUIRE(
+      !source || source->reads_cache_in_q_dtype(), kernel,
+      " reads only FP8 KV caches, which the decoder API does not take yet; kernels that serve a cache "
+      "in q's dtype: ",
+      join_text(decoder_kernels()));
   CUTELAB_REQUIRE(source, kernel,
                   " runs only inside the harness (no decoder for callers' tensors); kernels "
                   "that have one: ",

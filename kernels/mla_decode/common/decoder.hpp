@@ -56,6 +56,8 @@ class DecoderSource {
   [[nodiscard]] virtual std::unique_ptr<Decoder> make_decoder(const DecoderShape& shape,
                                                               const ConfigDesc& config,
                                                               const DeviceInfo& dev) const = 0;
+  // Decoders take a KV cache in q's dtype; a design that reads only FP8 caches has none to give.
+  [[nodiscard]] virtual bool reads_cache_in_q_dtype() const { return true; }
 };
 
 // The problem a decoder's configs are chosen for: the shape at its largest batch, with the

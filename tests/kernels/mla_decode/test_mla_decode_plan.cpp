@@ -17,6 +17,7 @@
 #include "cute/mla_decode/paged_sm90/common/host.hpp"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v1/api.hpp"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v2/api.hpp"
+#include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v1/api.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/check.hpp"
 #include "kernels/mla_decode/mla_test_util.hpp"
@@ -32,13 +33,19 @@ using ::testing::HasSubstr;
 struct Version {
   std::string name;
   paged_sm90::MainKernel (*main_kernel)(DType);
+  KvFormat kv = KvFormat::bf16;  // the cache format its cases use (bf16: the cache in q's dtype)
 };
 
 void PrintTo(const Version& v, std::ostream* os) { *os << v.name; }
 
 std::vector<Version> versions() {
-  return {{"paged_sm90_v1", [](DType d) { return paged_sm90_v1::main_kernel(d); }},
-          {"paged_sm90_v2", [](DType d) { return paged_sm90_v2::main_kernel(d); }}};
+  return {
+      {"paged_sm90_v1", [](DType d) { return paged_sm90_v1::main_kernel(d); }},
+      {"paged_sm90_v2", [](DType d) { return paged_sm90_v2::main_kernel(d); }},
+      {"paged_sm90_fp8_v1_fp8_tensor",
+       [](DType d) { return paged_sm90_fp8_v1::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor},
+      {"paged_sm90_fp8_v1_fp8_token",
+       [](DType d) { return paged_sm90_fp8_v1::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token}};
 }
 
 class MlaDecodeStepPlan : public ::testing::TestWithParam<Version> {
@@ -49,8 +56,13 @@ class MlaDecodeStepPlan : public ::testing::TestWithParam<Version> {
     if (auto mismatch = arch_mismatch({9, 0, true}, device())) GTEST_SKIP() << *mismatch;
   }
   [[nodiscard]] paged_sm90::Runner runner(const MlaDecodeWorkspace& ws, paged_sm90::TuneConfig config = {}) const {
-    return paged_sm90::Runner(validate_args(ws.args(), /*checked=*/false), device(), config,
-                              GetParam().main_kernel(ws.spec().dtype));
+    return paged_sm90::Runner(validate_args(ws.args(), /*checked=*/false, nullptr, KvFormats::all()),
+                              device(), config, GetParam().main_kernel(ws.spec().dtype));
+  }
+  // A case in the version's cache format.
+  [[nodiscard]] static MlaDecodeCase form(MlaDecodeCase c) {
+    c.kv_format = GetParam().kv;
+    return c;
   }
 };
 
@@ -74,7 +86,8 @@ MlaDecodeCase step_case() { return make_case(5, 2, 64, 1, true, DType::bf16, {10
 // One plan, three layers: other q, KV cache and page order, the same lengths tensor.
 TEST_P(MlaDecodeStepPlan, OnePlanServesEveryLayerOfAStep) {
   std::vector<std::unique_ptr<MlaDecodeWorkspace>> layers;
-  for (std::uint64_t seed : {51, 52, 53}) layers.push_back(std::make_unique<MlaDecodeWorkspace>(step_case(), seed));
+  for (std::uint64_t seed : {51, 52, 53})
+    layers.push_back(std::make_unique<MlaDecodeWorkspace>(form(step_case()), seed));
   const paged_sm90::Runner r = runner(*layers[0]);
   std::unique_ptr<paged_sm90::StepPlan> plan = r.make_step_plan();
   r.plan_step(*plan, layers[0]->seqlens.view(), nullptr);
@@ -90,7 +103,7 @@ TEST_P(MlaDecodeStepPlan, OnePlanServesEveryLayerOfAStep) {
 }
 
 TEST_P(MlaDecodeStepPlan, RefusesAnotherBatchOrLengthsTensorOrShape) {
-  MlaDecodeWorkspace ws(step_case(), 61);
+  MlaDecodeWorkspace ws(form(step_case()), 61);
   const paged_sm90::Runner r = runner(ws);
   std::unique_ptr<paged_sm90::StepPlan> plan = r.make_step_plan();
   MlaDecodeArgs args = ws.args();
@@ -103,21 +116,29 @@ TEST_P(MlaDecodeStepPlan, RefusesAnotherBatchOrLengthsTensorOrShape) {
   r.plan_step(*plan, ws.seqlens.view(), nullptr);
   EXPECT_NO_THROW((void)r.prepare(*plan, args));
 
-  MlaDecodeWorkspace smaller(make_case(4, 2, 64, 1, true, DType::bf16, {100, 64, 0, 700}), 62);
+  MlaDecodeWorkspace smaller(form(make_case(4, 2, 64, 1, true, DType::bf16, {100, 64, 0, 700})), 62);
   try {
     (void)r.prepare(*plan, smaller.args());
     ADD_FAILURE() << "another batch was accepted";
   } catch (const UsageError& e) {
     EXPECT_THAT(e.message(), HasSubstr("batch 4 differs from the batch 5 the step plan was made for"));
   }
-  MlaDecodeWorkspace twin(step_case(), 63);  // same lengths, another tensor
+  MlaDecodeWorkspace twin(form(step_case()), 63);  // same lengths, another tensor
   try {
     (void)r.prepare(*plan, twin.args());
     ADD_FAILURE() << "another lengths tensor was accepted";
   } catch (const UsageError& e) {
     EXPECT_THAT(e.message(), HasSubstr("is not the tensor the step plan was made from"));
   }
-  MlaDecodeWorkspace other_heads(make_case(5, 2, 32, 1, true, DType::bf16, {100, 64, 0, 700, 1}), 64);
+  if (GetParam().kv != KvFormat::bf16) {  // an FP8 runner given the same case's bf16 cache
+    try {
+      (void)r.prepare(*plan, ws.original_args());
+      ADD_FAILURE() << "a bf16 cache was accepted by an FP8 kernel";
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.message(), HasSubstr("kv_cache"));
+    }
+  }
+  MlaDecodeWorkspace other_heads(form(make_case(5, 2, 32, 1, true, DType::bf16, {100, 64, 0, 700, 1})), 64);
   MlaDecodeArgs heads_args = other_heads.args();
   heads_args.seqlens = ws.seqlens.view();
   try {
@@ -148,7 +169,7 @@ TEST_P(MlaDecodeStepPlan, RefusesAnotherBatchOrLengthsTensorOrShape) {
 // Other page counts: checked mode refuses before anything runs; unchecked mode writes NaN for
 // exactly those requests and says so through reuse_error().
 TEST_P(MlaDecodeStepPlan, LengthsChangedAfterPlanning) {
-  MlaDecodeWorkspace ws(step_case(), 71);
+  MlaDecodeWorkspace ws(form(step_case()), 71);
   const paged_sm90::Runner r = runner(ws);
   std::unique_ptr<paged_sm90::StepPlan> plan = r.make_step_plan();
   r.plan_step(*plan, ws.seqlens.view(), nullptr);
@@ -196,7 +217,7 @@ TEST_P(MlaDecodeStepPlan, LengthsChangedAfterPlanning) {
 
 // Every config, run twice on the same inputs: the same bytes (no atomics, fixed merge order).
 TEST_P(MlaDecodeStepPlan, RepeatedRunsAreBitwiseIdentical) {
-  MlaDecodeWorkspace ws(make_case(3, 1, 128, 1, false, DType::bf16, {4096, 777, 3000}), 81);
+  MlaDecodeWorkspace ws(form(make_case(3, 1, 128, 1, false, DType::bf16, {4096, 777, 3000})), 81);
   for (int fixed : {2, 8})
     for (int min_blocks : {1, 4}) {
       const paged_sm90::Runner r = runner(ws, paged_sm90::TuneConfig{fixed, true, min_blocks});

@@ -66,6 +66,9 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
   [[nodiscard]] ArchRequirement arch() const override { return {9, 0, true}; }
   [[nodiscard]] std::string summary() const override { return Version::summary(); }
 
+  [[nodiscard]] bool reads_cache_in_q_dtype() const override {
+    return Version::main_kernel(DType::bf16, KvFormat::bf16).function != nullptr;
+  }
   [[nodiscard]] std::unique_ptr<Decoder> make_decoder(const DecoderShape& shape, const ConfigDesc& config,
                                                       const DeviceInfo& dev) const override {
     MlaDecodeDims dims;
