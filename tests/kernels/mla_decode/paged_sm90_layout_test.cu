@@ -123,7 +123,7 @@ TEST(PagedSm90V2Layout, SharedLayoutsAndStorage) {
   // accumulator order is the local P V's A-operand order.
   typename T2::TiledMmaQK ss;
   typename T2::TiledMmaQKRope rs;
-  typename T2::TiledMmaPVLocal pv;
+  typename T2::TiledMmaPVRegisters pv;
   Tensor c = make_identity_tensor(Shape<Int<T2::kBlockM>, Int<T2::kBlockN>>{});
   for (int t = 0; t < 128; ++t) {
     Tensor a = ss.get_thread_slice(t).partition_C(c);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cutelab/core/error.hpp"
+#include "kernels/mla_decode/mla_host_test_util.hpp"
 #include "mla_decode/common/args.hpp"
 #include "mla_decode/common/decoder.hpp"
 #include "mla_decode/common/plan_base.hpp"
@@ -22,37 +23,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-void* fake_ptr(std::uintptr_t addr) { return reinterpret_cast<void*>(addr); }
-
-TensorView view(std::uintptr_t addr, DType dtype, std::vector<std::int64_t> shape) {
-  TensorView t;
-  t.data = fake_ptr(addr);
-  t.dtype = dtype;
-  t.stride = contiguous_strides(shape);
-  t.shape = std::move(shape);
-  return t;
-}
-
-// b = 2, s_q = 2, h_q = 16, h_kv = 2, 10 pages, 4 table columns; every pointer 256-byte aligned.
-MlaDecodeArgs good_args(DType dt = DType::bf16) {
-  MlaDecodeArgs a;
-  a.q = view(0x100000, dt, {2, 2, 16, 576});
-  a.kv_cache = view(0x200000, dt, {10, 64, 2, 576});
-  a.block_table = view(0x300000, DType::i32, {2, 4});
-  a.seqlens = view(0x400000, DType::i32, {2});
-  a.out = view(0x500000, dt, {2, 2, 16, 512});
-  a.lse = view(0x600000, DType::f32, {2, 16, 2});
-  return a;
-}
-
-std::string rejection(const MlaDecodeArgs& a) {
-  try {
-    (void)validate_args(a, /*checked=*/false);
-  } catch (const UsageError& e) {
-    return e.message();
-  }
-  return "(accepted)";
-}
+using namespace host_test;
 
 TEST(MlaDecodeArgs, AcceptsGoodArgumentsAndReportsDims) {
   for (DType dt : {DType::bf16, DType::f16}) {
@@ -153,10 +124,6 @@ const BadCase kBadCases[] = {
 INSTANTIATE_TEST_SUITE_P(Each, MlaDecodeArgsRejects, ::testing::ValuesIn(kBadCases),
                          [](const auto& info) { return info.param.what; });
 
-Problem parse(std::map<std::string, std::string> flags) {
-  return make_problem(MlaDecodeProblem::family(), flags);
-}
-
 TEST(MlaDecodeProblem, FamilyDefaults) {
   const MlaDecodeProblem p = MlaDecodeProblem::from(parse({}));
   EXPECT_EQ(p.b, 128);
@@ -190,15 +157,6 @@ TEST(MlaDecodeProblem, SanitizeProblemIsValidAndSmall) {
   EXPECT_GT(p.s_q, 1);
   EXPECT_TRUE(p.causal);
   EXPECT_TRUE(p.varlen);
-}
-
-std::string problem_rejection(std::map<std::string, std::string> flags) {
-  try {
-    (void)MlaDecodeProblem::from(parse(std::move(flags)));
-  } catch (const UsageError& e) {
-    return e.message();
-  }
-  return "(accepted)";
 }
 
 TEST(MlaDecodeProblem, RejectsHeadsNotAMultipleOfKvHeads) {

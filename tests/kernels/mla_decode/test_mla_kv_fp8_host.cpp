@@ -13,6 +13,7 @@
 
 #include "baseline/mla_decode/naive/naive_v1/config.hpp"
 #include "cutelab/core/error.hpp"
+#include "kernels/mla_decode/mla_host_test_util.hpp"
 #include "mla_decode/common/args.hpp"
 #include "mla_decode/common/plan_base.hpp"
 #include "mla_decode/common/problem.hpp"
@@ -24,23 +25,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TensorView view(std::uintptr_t addr, DType dtype, std::vector<std::int64_t> shape) {
-  TensorView t;
-  t.data = reinterpret_cast<void*>(addr);
-  t.dtype = dtype;
-  t.stride = contiguous_strides(shape);
-  t.shape = std::move(shape);
-  return t;
-}
+using namespace host_test;
 
 // b = 2, s_q = 2, h_q = 16, h_kv = 2, 10 pages, 4 table columns, bf16 q; the cache in `format`.
 MlaDecodeArgs fp8_args(KvFormat format) {
-  MlaDecodeArgs a;
-  a.q = view(0x100000, DType::bf16, {2, 2, 16, 576});
-  a.block_table = view(0x300000, DType::i32, {2, 4});
-  a.seqlens = view(0x400000, DType::i32, {2});
-  a.out = view(0x500000, DType::bf16, {2, 2, 16, 512});
-  a.lse = view(0x600000, DType::f32, {2, 16, 2});
+  MlaDecodeArgs a = good_args(DType::bf16);
   switch (format) {
     case KvFormat::fp8_tensor:
       a.kv_cache = view(0x200000, DType::e4m3, {10, 64, 2, 576});
@@ -50,18 +39,9 @@ MlaDecodeArgs fp8_args(KvFormat format) {
       a.kv_cache = view(0x200000, DType::u8, {10, 64, 2, 656});
       break;
     default:
-      a.kv_cache = view(0x200000, DType::bf16, {10, 64, 2, 576});
+      break;
   }
   return a;
-}
-
-std::string rejection(const MlaDecodeArgs& a, KvFormats formats) {
-  try {
-    (void)validate_args(a, /*checked=*/false, nullptr, formats);
-  } catch (const UsageError& e) {
-    return e.message();
-  }
-  return "(accepted)";
 }
 
 void reshape(TensorView& t, std::vector<std::int64_t> shape) {
@@ -211,19 +191,6 @@ TEST(MlaKvFp8Args, CpuReferenceRefusesFp8Caches) {
 }
 
 // ---- kv-dtype ------------------------------------------------------------------------------
-
-Problem parse(std::map<std::string, std::string> flags) {
-  return make_problem(MlaDecodeProblem::family(), flags);
-}
-
-std::string problem_rejection(std::map<std::string, std::string> flags) {
-  try {
-    (void)MlaDecodeProblem::from(parse(std::move(flags)));
-  } catch (const UsageError& e) {
-    return e.message();
-  }
-  return "(accepted)";
-}
 
 TEST(MlaKvFp8Problem, KvDtypeDefaultsToTheCacheInQsDtype) {
   EXPECT_EQ(MlaDecodeProblem::from(parse({})).kv_format, KvFormat::bf16);

@@ -5,31 +5,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "cutelab/core/error.hpp"
+#include "mla_decode/fp8/kv_format.hpp"
 
 namespace cutelab::mla::flashinfer_sm90_fp8kv_v1 {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr float kE4m3Max = 448.f;
 
 int blocks_for(std::int64_t n) {
   return static_cast<int>(std::clamp<std::int64_t>((n + kThreads - 1) / kThreads, 1, 4096));
-}
-
-// Largest finite |x| (NaN pages and tails are skipped), as float bits: non-negative floats
-// order like their bit patterns.
-__global__ void amax_kernel(const __nv_bfloat16* kv, std::int64_t n, unsigned* amax_bits) {
-  float m = 0.f;
-  for (std::int64_t i = blockIdx.x * std::int64_t{kThreads} + threadIdx.x; i < n;
-       i += std::int64_t{gridDim.x} * kThreads) {
-    const float v = fabsf(__bfloat162float(kv[i]));
-    if (isfinite(v)) m = fmaxf(m, v);
-  }
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  if (threadIdx.x % 32 == 0) atomicMax(amax_bits, __float_as_uint(m));
 }
 
 // e4m3 = round(x / scale) (saturating; NaN stays NaN), and x = bf16(e4m3 * scale): the product
@@ -58,15 +44,8 @@ Fp8KvWorkspace::Fp8KvWorkspace(MlaDecodeCase c, std::uint64_t seed) : MlaDecodeW
   if (spec().dtype != DType::bf16) return;
   const std::int64_t n = kv_cache.view().numel();
   kv_e4m3 = DeviceBuffer(static_cast<std::size_t>(n));
-  DeviceBuffer amax(sizeof(unsigned));
-  CUTELAB_CUDA(cudaMemset(amax.data(), 0, sizeof(unsigned)));
   auto* kv = kv_cache.view().as<__nv_bfloat16>();
-  amax_kernel<<<blocks_for(n), kThreads>>>(kv, n, static_cast<unsigned*>(amax.data()));
-  CUTELAB_CUDA_LAUNCH();
-  unsigned bits = 0;
-  CUTELAB_CUDA(cudaMemcpy(&bits, amax.data(), sizeof(bits), cudaMemcpyDeviceToHost));
-  float amax_value = 0;
-  std::memcpy(&amax_value, &bits, sizeof(bits));
+  const float amax_value = kv_amax(kv_cache.view());  // NaN pages and tails skipped
   kv_scale = scale_for_amax(amax_value);
   quantise_kernel<<<blocks_for(n), kThreads>>>(kv, static_cast<__nv_fp8_e4m3*>(kv_e4m3.data()), n, kv_scale);
   CUTELAB_CUDA_LAUNCH();

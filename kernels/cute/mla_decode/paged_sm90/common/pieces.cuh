@@ -13,6 +13,7 @@
 #include <cute/tensor.hpp>
 
 #include "cute/mla_decode/paged_sm90/common/params.hpp"
+#include "cutelab/device/fast_math.cuh"
 
 namespace cutelab::mla::paged_sm90 {
 
@@ -260,6 +261,75 @@ CUTE_DEVICE float quad_sum(float v) {
 CUTE_DEVICE float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
   return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+// The online softmax of one page by the S owner (rows r0 and r0 + 8 of this thread): keys at or
+// past limit[h] are masked (only where needs_mask: the page reaches a row's limit), the running
+// max (log2 units of the scaled logits) and this thread's share of the row sums advance, P goes
+// to the RS operand tOrP (the accumulator's order is its A-operand order), and scale[h] is the
+// factor O's rows must be multiplied by. `key0` is the page's first key.
+template <class FragS, class FragP>
+CUTE_DEVICE void softmax_page(FragS& tSrS, FragP& tOrP, int key0, int col0, bool needs_mask,
+                              const int (&limit)[2], float scale_log2, float (&run_max)[2],
+                              float (&row_sum)[2], float (&scale)[2]) {
+  using Element = typename FragP::value_type;
+  float page_max[2] = {-INFINITY, -INFINITY};
+  CUTE_UNROLL
+  for (int i = 0; i < cute::size(tSrS); ++i) {
+    const int h = (i >> 1) & 1;
+    if (needs_mask && key0 + col0 + (i & 1) + 8 * (i >> 2) >= limit[h]) tSrS(i) = -INFINITY;
+    page_max[h] = fmaxf(page_max[h], tSrS(i));
+  }
+  float base[2];
+  CUTE_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const float m_new = fmaxf(run_max[h], quad_max(page_max[h]) * scale_log2);
+    // A row that has seen only masked keys keeps max -inf; exp2(-inf - 0) = 0 keeps P at 0.
+    base[h] = m_new == -INFINITY ? 0.f : m_new;
+    scale[h] = device::ex2_approx_ftz(run_max[h] - base[h]);
+    run_max[h] = m_new;
+    row_sum[h] *= scale[h];
+  }
+  CUTE_UNROLL
+  for (int i = 0; i < cute::size(tSrS); ++i) {
+    const int h = (i >> 1) & 1;
+    const float prob = device::ex2_approx_ftz(fmaf(tSrS(i), scale_log2, -base[h]));
+    row_sum[h] += prob;
+    tOrP(i) = static_cast<Element>(prob);
+  }
+}
+
+// A finished piece's row state (running max, complete row sums), handed from the S owner to the
+// other warpgroup through slot piece % 2 of the storage's final_max / final_sum. The owner
+// writes a slot once the reader has read what it held two pieces earlier (final_read); the j-th
+// use of slot s is piece s + 2j, parity j & 1. Storage: final_max, final_sum [2][rows],
+// final_ready, final_read [2] (mbarriers of 128 arrivals).
+template <class Storage>
+CUTE_DEVICE void publish_piece_state(Storage& smem, int piece, int r0, int col0, const float (&run_max)[2],
+                                     float (&row_sum)[2]) {
+  using SignalBarrier = cutlass::arch::ClusterBarrier;
+  for (int h = 0; h < 2; ++h) row_sum[h] = quad_sum(row_sum[h]);
+  const int slot = piece & 1;
+  if (piece >= 2) SignalBarrier::wait(&smem.final_read[slot], ((piece - 2) >> 1) & 1);
+  if (col0 == 0)
+    for (int h = 0; h < 2; ++h) {
+      smem.final_max[slot][r0 + 8 * h] = run_max[h];
+      smem.final_sum[slot][r0 + 8 * h] = row_sum[h];
+    }
+  SignalBarrier::arrive(&smem.final_ready[slot]);
+}
+
+template <class Storage>
+CUTE_DEVICE void read_piece_state(Storage& smem, int piece, int r0, float (&run_max)[2],
+                                  float (&row_sum)[2]) {
+  using SignalBarrier = cutlass::arch::ClusterBarrier;
+  const int slot = piece & 1;
+  SignalBarrier::wait(&smem.final_ready[slot], (piece >> 1) & 1);
+  for (int h = 0; h < 2; ++h) {
+    run_max[h] = smem.final_max[slot][r0 + 8 * h];
+    row_sum[h] = smem.final_sum[slot][r0 + 8 * h];
+  }
+  SignalBarrier::arrive(&smem.final_read[slot]);
 }
 
 }  // namespace cutelab::mla::paged_sm90

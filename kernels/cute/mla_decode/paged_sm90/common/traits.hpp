@@ -1,8 +1,9 @@
 #pragma once
 // What the paged_sm90 versions' Traits share: TileConstants (page, tile and chunk shapes; V split
-// in two halves, one per warpgroup that multiplies P V) and TraitsTypes (the K tile and the V view
-// of it, the Q K^T atom). Each version derives from both and adds its CTA shape (threads,
-// stages, registers), Q layout, P V atoms, SharedStorage and barriers.
+// in two halves, one per warpgroup that multiplies P V), TraitsTypes (the K tile and the V view
+// of it, the Q K^T atom) and, for the two-warpgroup designs, TwoWarpgroupTypes (Q latent tile, P
+// tile, RS/SS atoms). Each version derives from them and adds its CTA shape (threads, stages,
+// registers), SharedStorage and barriers.
 
 #include <cstdint>
 
@@ -52,6 +53,29 @@ struct TraitsTypes {
   using PVShape = cute::Shape<cute::Int<C::kBlockM>, cute::Int<C::kVColsPerWarpgroup>, cute::_16>;
   using TiledMmaQK = decltype(cute::make_tiled_mma(
       cute::SM90::GMMA::ss_op_selector<Element, Element, float, QKShape, cute::GMMA::Major::K, cute::GMMA::Major::K>()));
+};
+
+// What the two-warpgroup designs (v2, v3, paged_sm90_fp8) add: Q's latent columns in shared memory
+// (its RoPE columns live in registers: the RS Q K^T atom), P published in shared memory, and the P V
+// atoms with P from registers (the S owner) or from shared memory (the other warpgroup).
+template <class Element, class C = TileConstants, class Types = TraitsTypes<Element>>
+struct TwoWarpgroupTypes {
+  using SmemLayoutQ =
+      decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
+                                   cute::Shape<cute::Int<C::kBlockM>, cute::Int<C::kHeadDimV>>{}));
+  // P of one page: (rows, tokens), K-major: the A operand of the other warpgroup's P V.
+  using SmemLayoutP =
+      decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
+                                   cute::Shape<cute::Int<C::kBlockM>, cute::Int<C::kBlockN>>{}));
+  using TiledMmaQKRope = decltype(cute::make_tiled_mma(
+      cute::SM90::GMMA::rs_op_selector<Element, Element, float, typename Types::QKShape, cute::GMMA::Major::K,
+                                       cute::GMMA::Major::K>()));
+  using TiledMmaPVRegisters = decltype(cute::make_tiled_mma(
+      cute::SM90::GMMA::rs_op_selector<Element, Element, float, typename Types::PVShape, cute::GMMA::Major::K,
+                                       cute::GMMA::Major::MN>()));
+  using TiledMmaPVShared = decltype(cute::make_tiled_mma(
+      cute::SM90::GMMA::ss_op_selector<Element, Element, float, typename Types::PVShape, cute::GMMA::Major::K,
+                                       cute::GMMA::Major::MN>()));
 };
 
 }  // namespace cutelab::mla::paged_sm90

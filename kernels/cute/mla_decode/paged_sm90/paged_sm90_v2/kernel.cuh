@@ -89,8 +89,8 @@ struct Kernel {
 
     typename T::TiledMmaQK mma_qk;
     typename T::TiledMmaQKRope mma_rope;
-    typename T::TiledMmaPVLocal mma_local;
-    typename T::TiledMmaPVRemote mma_remote;
+    typename T::TiledMmaPVRegisters mma_local;
+    typename T::TiledMmaPVShared mma_remote;
     auto thr_qk = mma_qk.get_thread_slice(wg_thread);
     auto thr_rope = mma_rope.get_thread_slice(wg_thread);
     auto thr_local = mma_local.get_thread_slice(wg_thread);

@@ -16,7 +16,9 @@
 namespace cutelab::mla::paged_sm90_v3 {
 
 template <class Element_>
-struct Traits : paged_sm90::TileConstants, paged_sm90::TraitsTypes<Element_> {
+struct Traits : paged_sm90::TileConstants,
+                paged_sm90::TraitsTypes<Element_>,
+                paged_sm90::TwoWarpgroupTypes<Element_> {
   using Element = Element_;  // cute::bfloat16_t or cute::half_t
   using Types = paged_sm90::TraitsTypes<Element_>;
 
@@ -29,22 +31,9 @@ struct Traits : paged_sm90::TileConstants, paged_sm90::TraitsTypes<Element_> {
 
   static_assert(kVColsPerWarpgroup * kWarpgroups == kHeadDimV);
 
-  // Q tile in shared memory: the 512 latent columns (the RoPE columns live in warpgroup 1's registers).
-  using SmemLayoutQ = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
-                                                   cute::Shape<cute::Int<kBlockM>, cute::Int<kHeadDimV>>{}));
-  // P of one page: (rows, tokens), K-major: the A operand of warpgroup 0's P V.
-  using SmemLayoutP = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
-                                                   cute::Shape<cute::Int<kBlockM>, cute::Int<kBlockN>>{}));
-
-  using TiledMmaQKRope = decltype(cute::make_tiled_mma(
-      cute::SM90::GMMA::rs_op_selector<Element, Element, float, typename Types::QKShape, cute::GMMA::Major::K,
-                                       cute::GMMA::Major::K>()));
-  using TiledMmaPVRegisters = decltype(cute::make_tiled_mma(
-      cute::SM90::GMMA::rs_op_selector<Element, Element, float, typename Types::PVShape, cute::GMMA::Major::K,
-                                       cute::GMMA::Major::MN>()));
-  using TiledMmaPVShared = decltype(cute::make_tiled_mma(
-      cute::SM90::GMMA::ss_op_selector<Element, Element, float, typename Types::PVShape, cute::GMMA::Major::K,
-                                       cute::GMMA::Major::MN>()));
+  using Shared = paged_sm90::TwoWarpgroupTypes<Element_>;
+  using typename Shared::SmemLayoutP;
+  using typename Shared::SmemLayoutQ;  // (named here: a dependent base's members are not found unqualified)
 
   struct alignas(1024) SharedStorage {
     alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>> q;

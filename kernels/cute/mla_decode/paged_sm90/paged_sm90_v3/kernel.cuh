@@ -31,8 +31,6 @@ struct Kernel {
   static constexpr int kBlockN = T::kBlockN;
   static constexpr int kSteps = T::kQKStepsPerChunk;
 
-  CUTE_DEVICE static float base_of(float running_max) { return running_max == -INFINITY ? 0.f : running_max; }
-
   CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map) {
     extern __shared__ __align__(1024) char smem_raw[];
     auto& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
@@ -220,31 +218,9 @@ struct Kernel {
           const int buf = g & 1, phase = (g >> 1) & 1;
           qk(buf, phase);
           // Softmax of the page against the running max; P in registers (bf16) and in shared memory.
-          const bool needs_mask = (page + 1) * kBlockN > min_limit;
-          float page_max[2] = {-INFINITY, -INFINITY};
-          CUTE_UNROLL
-          for (int i = 0; i < size(tSrS); ++i) {
-            const int h = (i >> 1) & 1;
-            if (needs_mask && page * kBlockN + col0 + (i & 1) + 8 * (i >> 2) >= limit[h]) tSrS(i) = -INFINITY;
-            page_max[h] = fmaxf(page_max[h], tSrS(i));
-          }
-          float scale[2], base[2];
-          CUTE_UNROLL
-          for (int h = 0; h < 2; ++h) {
-            const float m_new = fmaxf(run_max[h], paged_sm90::quad_max(page_max[h]) * p.scale_log2);
-            // A row that has seen only masked keys keeps max -inf; exp2(-inf - 0) = 0 keeps P at 0.
-            base[h] = base_of(m_new);
-            scale[h] = device::ex2_approx_ftz(run_max[h] - base[h]);
-            run_max[h] = m_new;
-            row_sum[h] *= scale[h];
-          }
-          CUTE_UNROLL
-          for (int i = 0; i < size(tSrS); ++i) {
-            const int h = (i >> 1) & 1;
-            const float prob = device::ex2_approx_ftz(fmaf(tSrS(i), p.scale_log2, -base[h]));
-            row_sum[h] += prob;
-            tOrP(i) = static_cast<Element>(prob);  // the accumulator's order is the RS A-operand order
-          }
+          float scale[2];
+          paged_sm90::softmax_page(tSrS, tOrP, page * kBlockN, col0, (page + 1) * kBlockN > min_limit, limit,
+                                   p.scale_log2, run_max, row_sum, scale);
           store_p(buf);
           if (col0 == 0)
             for (int h = 0; h < 2; ++h) smem.scale[buf][r0 + 8 * h] = scale[h];
@@ -254,17 +230,7 @@ struct Kernel {
           pv(buf);
           SignalBarrier::arrive(&smem.buffer_free[buf]);
         }
-        // The piece's row state for warpgroup 0, in slot piece % 2 once warpgroup 0 has read
-        // what that slot held two pieces ago. j-th use of slot s = piece s + 2j: parity j & 1.
-        for (int h = 0; h < 2; ++h) row_sum[h] = paged_sm90::quad_sum(row_sum[h]);
-        const int slot = piece & 1;
-        if (piece >= 2) SignalBarrier::wait(&smem.final_read[slot], ((piece - 2) >> 1) & 1);
-        if (col0 == 0)
-          for (int h = 0; h < 2; ++h) {
-            smem.final_max[slot][r0 + 8 * h] = run_max[h];
-            smem.final_sum[slot][r0 + 8 * h] = row_sum[h];
-          }
-        SignalBarrier::arrive(&smem.final_ready[slot]);
+        paged_sm90::publish_piece_state(smem, piece, r0, col0, run_max, row_sum);
       } else {
         for (int page = first; page < end; ++page, ++g) {
           const int buf = g & 1, phase = (g >> 1) & 1;
@@ -280,13 +246,7 @@ struct Kernel {
             load_next(buf);
           }
         }
-        const int slot = piece & 1;
-        SignalBarrier::wait(&smem.final_ready[slot], (piece >> 1) & 1);
-        for (int h = 0; h < 2; ++h) {
-          run_max[h] = smem.final_max[slot][r0 + 8 * h];
-          row_sum[h] = smem.final_sum[slot][r0 + 8 * h];
-        }
-        SignalBarrier::arrive(&smem.final_read[slot]);
+        paged_sm90::read_piece_state(smem, piece, r0, run_max, row_sum);
       }
       // Opaque row and column: their addresses are made here, not kept live through the piece.
       paged_sm90::write_piece<Element, T::kHeadDimV, kBlockM>(

@@ -16,7 +16,9 @@
 namespace cutelab::mla::paged_sm90_fp8_v1 {
 
 template <KvFormat kFormat_>
-struct Traits : paged_sm90::TileConstants, paged_sm90::TraitsTypes<cute::bfloat16_t> {
+struct Traits : paged_sm90::TileConstants,
+                paged_sm90::TraitsTypes<cute::bfloat16_t>,
+                paged_sm90::TwoWarpgroupTypes<cute::bfloat16_t> {
   static constexpr KvFormat kFormat = kFormat_;
   static_assert(kFormat == KvFormat::fp8_tensor || kFormat == KvFormat::fp8_token);
   using Element = cute::bfloat16_t;  // q, the dequantised tile, P, out
@@ -43,21 +45,6 @@ struct Traits : paged_sm90::TileConstants, paged_sm90::TraitsTypes<cute::bfloat1
   static constexpr int kDequantBatch = 2;
 
   static_assert(kVColsPerWarpgroup * kWarpgroups == kHeadDimV);
-
-  using SmemLayoutQ = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
-                                                   cute::Shape<cute::Int<kBlockM>, cute::Int<kHeadDimV>>{}));
-  using SmemLayoutP = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
-                                                   cute::Shape<cute::Int<kBlockM>, cute::Int<kBlockN>>{}));
-
-  using TiledMmaQKRope = decltype(cute::make_tiled_mma(
-      cute::SM90::GMMA::rs_op_selector<Element, Element, float, typename Types::QKShape, cute::GMMA::Major::K,
-                                       cute::GMMA::Major::K>()));
-  using TiledMmaPVRegisters = decltype(cute::make_tiled_mma(
-      cute::SM90::GMMA::rs_op_selector<Element, Element, float, typename Types::PVShape, cute::GMMA::Major::K,
-                                       cute::GMMA::Major::MN>()));
-  using TiledMmaPVShared = decltype(cute::make_tiled_mma(
-      cute::SM90::GMMA::ss_op_selector<Element, Element, float, typename Types::PVShape, cute::GMMA::Major::K,
-                                       cute::GMMA::Major::MN>()));
 
   struct alignas(1024) SharedStorage {
     alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>> q;

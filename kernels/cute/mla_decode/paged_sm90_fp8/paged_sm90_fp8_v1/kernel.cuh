@@ -35,8 +35,6 @@ struct Kernel {
   static constexpr int kSteps = T::kQKStepsPerChunk;
   static constexpr int kChunkElements = kBlockN * T::kChunk;  // one chunk of the bf16 tile
 
-  CUTE_DEVICE static float base_of(float running_max) { return running_max == -INFINITY ? 0.f : running_max; }
-
   CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map) {
     extern __shared__ __align__(1024) char smem_raw[];
     auto& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
@@ -364,30 +362,9 @@ struct Kernel {
         for (int page = first; page < end; ++page, ++g) {
           const int phase = g & 1;
           qk(phase);
-          const bool needs_mask = (page + 1) * kBlockN > min_limit;
-          float page_max[2] = {-INFINITY, -INFINITY};
-          CUTE_UNROLL
-          for (int i = 0; i < size(tSrS); ++i) {
-            const int h = (i >> 1) & 1;
-            if (needs_mask && page * kBlockN + col0 + (i & 1) + 8 * (i >> 2) >= limit[h]) tSrS(i) = -INFINITY;
-            page_max[h] = fmaxf(page_max[h], tSrS(i));
-          }
-          float scale[2], base[2];
-          CUTE_UNROLL
-          for (int h = 0; h < 2; ++h) {
-            const float m_new = fmaxf(run_max[h], paged_sm90::quad_max(page_max[h]) * scale_log2);
-            base[h] = base_of(m_new);
-            scale[h] = device::ex2_approx_ftz(run_max[h] - base[h]);
-            run_max[h] = m_new;
-            row_sum[h] *= scale[h];
-          }
-          CUTE_UNROLL
-          for (int i = 0; i < size(tSrS); ++i) {
-            const int h = (i >> 1) & 1;
-            const float prob = device::ex2_approx_ftz(fmaf(tSrS(i), scale_log2, -base[h]));
-            row_sum[h] += prob;
-            tOrP(i) = static_cast<Element>(prob);
-          }
+          float scale[2];
+          paged_sm90::softmax_page(tSrS, tOrP, page * kBlockN, col0, (page + 1) * kBlockN > min_limit, limit,
+                                   scale_log2, run_max, row_sum, scale);
           store_p();
           if (col0 == 0)
             for (int h = 0; h < 2; ++h) smem.scale[r0 + 8 * h] = scale[h];
@@ -396,15 +373,7 @@ struct Kernel {
           pv();
           SignalBarrier::arrive(&smem.wg1_done);
         }
-        for (int h = 0; h < 2; ++h) row_sum[h] = paged_sm90::quad_sum(row_sum[h]);
-        const int slot = piece & 1;
-        if (piece >= 2) SignalBarrier::wait(&smem.final_read[slot], ((piece - 2) >> 1) & 1);
-        if (col0 == 0)
-          for (int h = 0; h < 2; ++h) {
-            smem.final_max[slot][r0 + 8 * h] = run_max[h];
-            smem.final_sum[slot][r0 + 8 * h] = row_sum[h];
-          }
-        SignalBarrier::arrive(&smem.final_ready[slot]);
+        paged_sm90::publish_piece_state(smem, piece, r0, col0, run_max, row_sum);
       } else {
         for (int page = first; page < end; ++page, ++g) {
           SignalBarrier::wait(&smem.p_ready, g & 1);
@@ -416,13 +385,7 @@ struct Kernel {
           // finishes this one.
           if (staged(g + 1)) dequant_page(g + 1);
         }
-        const int slot = piece & 1;
-        SignalBarrier::wait(&smem.final_ready[slot], (piece >> 1) & 1);
-        for (int h = 0; h < 2; ++h) {
-          run_max[h] = smem.final_max[slot][r0 + 8 * h];
-          row_sum[h] = smem.final_sum[slot][r0 + 8 * h];
-        }
-        SignalBarrier::arrive(&smem.final_read[slot]);
+        paged_sm90::read_piece_state(smem, piece, r0, run_max, row_sum);
       }
       paged_sm90::write_piece<Element, T::kHeadDimV, kBlockM>(
           p, sm90::opaque(req), kv_head(), m_tile(), blockIdx.y, sm90::opaque(r0),
