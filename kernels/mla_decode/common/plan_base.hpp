@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "cutelab/runtime/plan.hpp"
@@ -41,8 +42,12 @@ class MlaDecodePlanBase : public TypedPlan<MlaDecodeProblem, ConfigT, MlaDecodeW
  protected:
   [[nodiscard]] std::unique_ptr<MlaDecodeWorkspace> make_inputs(const MlaDecodeProblem& p,
                                                                 std::uint64_t seed) const override {
-    return std::make_unique<MlaDecodeWorkspace>(problem_case(p), seed);
+    MlaDecodeCase c = problem_case(p);
+    c.arithmetic = arithmetic();
+    return std::make_unique<MlaDecodeWorkspace>(std::move(c), seed);
   }
+  // What the design rounds before its tensor cores (its outputs' tolerances follow).
+  [[nodiscard]] virtual MlaArithmetic arithmetic() const { return MlaArithmetic::q_precision; }
   [[nodiscard]] std::vector<std::vector<float>> make_reference(const MlaDecodeProblem&,
                                                                MlaDecodeWorkspace& ws) const override {
     return reference_outputs(ws);

@@ -61,6 +61,8 @@ struct MlaDecodeCase {
   int spare_blocks = 2;           // pages no request owns (NaN-filled when nan_unowned)
   bool shuffle_blocks = true;     // block tables in random order
   bool nan_unowned = true;        // unowned pages and the tail of each last page hold NaN
+  // The arithmetic of the kernel under test (not part of the problem): its outputs' tolerances.
+  MlaArithmetic arithmetic = MlaArithmetic::q_precision;
 
   [[nodiscard]] static MlaDecodeCase from_problem(const MlaDecodeProblem& p, std::uint64_t seed);
   [[nodiscard]] float scale() const;  // softmax_scale or its default

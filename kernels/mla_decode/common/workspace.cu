@@ -172,8 +172,8 @@ MlaDecodeWorkspace::MlaDecodeWorkspace(MlaDecodeCase c, std::uint64_t seed) : ca
 }
 
 std::vector<OutputSpec> MlaDecodeWorkspace::outputs() const {
-  return {{"out", out.view(), out_tolerance(case_.dtype, case_.kv_format)},
-          {"lse", lse.view(), lse_tolerance(case_.kv_format)}};
+  return {{"out", out.view(), out_tolerance(case_.dtype, case_.kv_format, case_.arithmetic)},
+          {"lse", lse.view(), lse_tolerance(case_.kv_format, case_.arithmetic)}};
 }
 
 MlaDecodeArgs MlaDecodeWorkspace::args() const {
@@ -198,6 +198,29 @@ MlaDecodeArgs MlaDecodeWorkspace::original_args() const {
   return a;
 }
 
+namespace {
+
+// Kernels on FP8 tensor cores round q (per row, scale amax / 448) and P (times 256) to e4m3:
+// relative 2^-4 at most, rms ~2.4e-2 per value (3 mantissa bits). A logit
+// sum_i q_i k_i / sqrt(576) then moves by rms ~2.6e-2 (576 independent errors of N(0, 1)
+// products); a one-key row's lse by as much, a longer row's by a weighted mean of such moves;
+// P's rounding moves out by ~2^-4 / sqrt(3) of the weights' spread. Sized with a host emulation
+// of such a kernel (e4m3 round-to-nearest of q and 256 P, codes exact, fp64 otherwise) against
+// fp64 on the same dequantised cache, 500-20000 rows per length, lengths 1..4096:
+// out rel L2 1.6e-2 (2 keys) .. 3.4e-2 (300 keys), atol needed beside rtol 2e-2 up to 0.20
+// (2-8 keys, two similar weights with |v1 - v2| ~ 8: out moves by p (1 - p) |v1 - v2| dlogit);
+// lse off by up to 0.123 (1 key, ~4.7 rms), rel L2 up to 2.7e-2 (1 key), 1.8e-3 from 64 keys on.
+// Bounds: out atol 0.25, rtol 2e-2, rel L2 5e-2; lse atol 0.15, rtol 1e-3, rel L2 4e-2. The
+// relative L2 bounds are what catch a wrong kernel (a wrong page or scale moves out by O(1)).
+struct ArithmeticTolerances {
+  Tolerance out, lse;
+};
+ArithmeticTolerances e4m3_arithmetic_tolerances() {
+  return {{.atol = 0.25, .rtol = 2e-2, .max_rel_l2 = 5e-2}, {.atol = 0.15, .rtol = 1e-3, .max_rel_l2 = 4e-2}};
+}
+
+}  // namespace
+
 // out is a softmax-weighted mean of V rows ~ N(0, 1): |out| is ~1 for a few keys and
 // ~0.02-0.1 for thousands. Fast kernels round P to the input type before the PV product
 // (relative 2^-9 for bf16, 2^-12 for f16) and round out once more, so an element's error is
@@ -208,7 +231,8 @@ MlaDecodeArgs MlaDecodeWorkspace::original_args() const {
 // (P rounded, fp32 accumulate, pages of 64) against fp64, 10^6 elements per length, lengths
 // 1..4096: rel L2 1.8e-3..2.1e-3 (f16 2.2e-4..2.6e-4); the atol needed beside rtol peaked at
 // 3.7e-3 (f16 4.5e-4) for 2-8 keys, where two weights of similar size can cancel.
-Tolerance out_tolerance(DType dtype, KvFormat kv) {
+Tolerance out_tolerance(DType dtype, KvFormat kv, MlaArithmetic arithmetic) {
+  if (arithmetic == MlaArithmetic::e4m3_q_and_p) return e4m3_arithmetic_tolerances().out;
   if (dtype == DType::f16) return {.atol = 1e-3, .rtol = 2.5e-3, .max_rel_l2 = 1.25e-3};
   if (kv != KvFormat::fp8_token) return {.atol = 8e-3, .rtol = 2e-2, .max_rel_l2 = 1e-2};
   // fp8_token: the bf16 tile's rounding of K (lse_tolerance below: logits move by rms 1.1e-3,
@@ -221,7 +245,8 @@ Tolerance out_tolerance(DType dtype, KvFormat kv) {
 
 // lse comes from fp32 logits of the same bf16/f16 inputs the reference reads; kernels differ
 // from it only in summation order and approximate exp2/log2 (~1e-6 relative), so fp32 bounds.
-Tolerance lse_tolerance(KvFormat kv) {
+Tolerance lse_tolerance(KvFormat kv, MlaArithmetic arithmetic) {
+  if (arithmetic == MlaArithmetic::e4m3_q_and_p) return e4m3_arithmetic_tolerances().lse;
   if (kv != KvFormat::fp8_token) return {.atol = 1e-3, .rtol = 1e-3, .max_rel_l2 = 1e-5};
   // fp8_token's per-token group scales cannot leave the bf16 tile a kernel multiplies: each
   // dequantised value code * scale is rounded to bf16 there (relative <= 2^-9, rms

@@ -26,6 +26,11 @@ enum class KvFormat : std::uint8_t { bf16, f16, fp8_tensor, fp8_token };
 [[nodiscard]] std::string_view kv_format_name(KvFormat f) noexcept;
 [[nodiscard]] std::optional<KvFormat> parse_kv_format(std::string_view name) noexcept;
 
+// What a kernel rounds before its tensor cores, which sets its outputs' tolerances:
+// q_precision: the cache's values (dequantised if FP8) in q's dtype, P in q's dtype;
+// e4m3_q_and_p: FP8 tensor cores, so q (per-row scale) and P (times 256) rounded to e4m3 too.
+enum class MlaArithmetic : std::uint8_t { q_precision, e4m3_q_and_p };
+
 inline constexpr float kE4m3Max = 448.f;
 inline constexpr int kFp8TokenBytes = 656;
 inline constexpr int kFp8GroupCols = 128;  // latent values per fp8_token scale

@@ -18,6 +18,7 @@
 #include "cute/mla_decode/paged_sm90/paged_sm90_v1/api.hpp"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v2/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v1/api.hpp"
+#include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v2/api.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/check.hpp"
 #include "kernels/mla_decode/mla_test_util.hpp"
@@ -34,6 +35,7 @@ struct Version {
   std::string name;
   paged_sm90::MainKernel (*main_kernel)(DType);
   KvFormat kv = KvFormat::bf16;  // the cache format its cases use (bf16: the cache in q's dtype)
+  MlaArithmetic arithmetic = MlaArithmetic::q_precision;  // what it rounds to e4m3 (tolerances)
 };
 
 void PrintTo(const Version& v, std::ostream* os) { *os << v.name; }
@@ -45,7 +47,10 @@ std::vector<Version> versions() {
       {"paged_sm90_fp8_v1_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v1::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor},
       {"paged_sm90_fp8_v1_fp8_token",
-       [](DType d) { return paged_sm90_fp8_v1::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token}};
+       [](DType d) { return paged_sm90_fp8_v1::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token},
+      {"paged_sm90_fp8_v2_fp8_tensor",
+       [](DType d) { return paged_sm90_fp8_v2::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
+       MlaArithmetic::e4m3_q_and_p}};
 }
 
 class MlaDecodeStepPlan : public ::testing::TestWithParam<Version> {
@@ -62,6 +67,7 @@ class MlaDecodeStepPlan : public ::testing::TestWithParam<Version> {
   // A case in the version's cache format.
   [[nodiscard]] static MlaDecodeCase form(MlaDecodeCase c) {
     c.kv_format = GetParam().kv;
+    c.arithmetic = GetParam().arithmetic;
     return c;
   }
 };

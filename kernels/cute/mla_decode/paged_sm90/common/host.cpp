@@ -19,9 +19,11 @@ constexpr std::uint64_t kEvictFirst = 0x12F0000000000000ull;
 // KV cache as (576 columns, h_kv heads, 64 tokens, pages); one box = 64 columns x 64 tokens,
 // 128-byte swizzle (the layout the kernels' K tiles are declared with). FP8 caches: (entry
 // bytes, h_kv, 64, pages), boxes of 64 bytes x 64 tokens unswizzled (the staging layout the
-// FP8 designs dequantise from), and for fp8_token the bf16 RoPE values at byte 528 of each entry
-// as their own (64, h_kv, 64, pages) map.
-KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call) {
+// dequantising designs read), and for fp8_token the bf16 RoPE values at byte 528 of each entry
+// as their own (64, h_kv, 64, pages) map; `swizzled` (fp8_tensor as the K-major operand of FP8
+// wgmma): `kv` boxes of 128 bytes x 64 tokens with the 128-byte swizzle for the latent bytes,
+// `rope` boxes of 64 bytes x 64 tokens with the 64-byte swizzle for the RoPE bytes.
+KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call, bool swizzled) {
   const std::uint64_t heads = call.h_kv, tokens = kPageSize,
                       pages = static_cast<std::uint64_t>(call.num_blocks);
   const std::array<std::uint32_t, 4> box{64u, 1u, static_cast<std::uint32_t>(tokens), 1u};
@@ -37,6 +39,16 @@ KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call) {
   }
   const std::uint64_t entry = static_cast<std::uint64_t>(kv_entry_bytes(call.kv_format));
   const std::array<std::uint64_t, 3> strides{entry, entry * heads, entry * heads * tokens};
+  if (swizzled) {  // fp8_tensor read by FP8 wgmma: latent boxes of 128 bytes, the RoPE box of 64
+    const std::array<std::uint32_t, 4> wide{128u, 1u, static_cast<std::uint32_t>(tokens), 1u};
+    maps.kv = sm90::make_tiled_tensor_map<4>(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.kv_cache.data,
+                                             {entry, heads, tokens, pages}, strides, wide,
+                                             CU_TENSOR_MAP_SWIZZLE_128B);
+    maps.rope = sm90::make_tiled_tensor_map<4>(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.kv_cache.data,
+                                               {entry, heads, tokens, pages}, strides, box,
+                                               CU_TENSOR_MAP_SWIZZLE_64B);
+    return maps;
+  }
   maps.kv =
       sm90::make_tiled_tensor_map<4>(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.kv_cache.data,
                                      {entry, heads, tokens, pages}, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE);
@@ -220,7 +232,7 @@ PreparedCall Runner::prepare(const StepPlan& plan, const MlaDecodeArgs& args, bo
   p.partials.out = static_cast<float*>(plan.partial_out_.data());
   p.partials.lse = static_cast<float*>(plan.partial_lse_.data());
   p.partials.rows_per_head = m_tiles_ * kBlockM;
-  return PreparedCall{p, make_kv_maps(args, call), call, args.out.data};
+  return PreparedCall{p, make_kv_maps(args, call, main_.fp8_swizzled), call, args.out.data};
 }
 
 void Runner::launch(const PreparedCall& call, cudaStream_t stream) const {

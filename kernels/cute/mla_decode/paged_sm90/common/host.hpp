@@ -34,9 +34,11 @@ struct TuneConfig {
   [[nodiscard]] std::string name() const;
 };
 
-// The TMA maps of a call: `kv` over the cache (bf16/f16: 64 columns x 64 tokens, 128-byte
-// swizzle; FP8: 64 bytes x 64 tokens, unswizzled), `rope` over fp8_token's bf16 RoPE values
-// (64 x 64 tokens, unswizzled; unused otherwise).
+// The TMA maps of a call. bf16/f16: `kv` boxes of 64 columns x 64 tokens, 128-byte swizzle.
+// FP8 read by dequantising designs: `kv` boxes of 64 bytes x 64 tokens unswizzled, `rope` over
+// fp8_token's bf16 RoPE values (64 x 64 tokens, unswizzled). FP8 read by FP8 tensor cores
+// (MainKernel::fp8_swizzled): `kv` boxes of 128 latent bytes x 64 tokens, 128-byte swizzle,
+// `rope` boxes of the 64 RoPE bytes x 64 tokens, 64-byte swizzle. Unused maps stay zero.
 struct KvMaps {
   CUtensorMap kv{};
   CUtensorMap rope{};
@@ -53,6 +55,7 @@ struct MainKernel {
   void (*set_attributes)() = nullptr;  // raises the dynamic shared-memory limit (plan time)
   void (*launch)(const Params&, const KvMaps&, dim3 grid, cudaStream_t) = nullptr;
   std::optional<KvFormat> fp8_format;  // empty: it reads a cache in q's dtype
+  bool fp8_swizzled = false;           // swizzled FP8 boxes (its tensor cores read them; KvMaps)
 };
 
 // The plan of one decode step: the split schedule of its lengths and the scratch its split

@@ -8,6 +8,7 @@
 //     static constexpr int kRegistersPerSm;   // registers one CTA needs (after setmaxnreg, if any)
 //     static constexpr int kThreads, kStages;
 //     static constexpr int kMinBlocksPerPart[N];  // the schedule's shortest-part values to tune over
+//     static constexpr MlaArithmetic kArithmetic;  // optional: what it rounds to e4m3 (default none)
 //   };
 
 #include <memory>
@@ -66,6 +67,10 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
   [[nodiscard]] ArchRequirement arch() const override { return {9, 0, true}; }
   [[nodiscard]] std::string summary() const override { return Version::summary(); }
 
+  [[nodiscard]] MlaArithmetic arithmetic() const override {
+    if constexpr (requires { Version::kArithmetic; }) return Version::kArithmetic;
+    return MlaArithmetic::q_precision;
+  }
   [[nodiscard]] bool reads_cache_in_q_dtype() const override {
     return Version::main_kernel(DType::bf16, KvFormat::bf16).function != nullptr;
   }

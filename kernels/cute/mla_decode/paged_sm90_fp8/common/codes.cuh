@@ -1,0 +1,74 @@
+#pragma once
+// e4m3 codes for the FP8 designs whose tensor cores read them: fp32 -> e4m3 packing, the
+// 64-byte swizzle of their shared-memory tiles, and the 4 x 4 byte transpose that makes a K-major
+// V^T of a page.
+
+#include <cstdint>
+
+namespace cutelab::mla::paged_sm90_fp8 {
+
+// Four fp32 values -> four e4m3 codes (round to nearest even, saturating to +-448), a in the
+// lowest byte. cvt's first source lands in the upper byte of each pair.
+__device__ __forceinline__ std::uint32_t pack_e4m3x4(float a, float b, float c, float d) {
+  std::uint32_t out;
+  asm("{\n"
+      ".reg .b16 lo, hi;\n"
+      "cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n"
+      "cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n"
+      "mov.b32 %0, {lo, hi};\n"
+      "}"
+      : "=r"(out)
+      : "f"(a), "f"(b), "f"(c), "f"(d));
+  return out;
+}
+
+// Byte offset of (row, byte) in a K-major tile of 64-byte rows with the 64-byte swizzle
+// (cute Swizzle<2,4,3>, TMA's SWIZZLE_64B): the 16-byte unit index (bits 4-5) is XORed with
+// bits 7-8, i.e. with (row / 2) % 4. Host-tested against the CuTe layouts of the designs.
+__host__ __device__ __forceinline__ constexpr std::uint32_t sw64_offset(std::uint32_t row,
+                                                                        std::uint32_t byte) {
+  const std::uint32_t off = row * 64 + byte;
+  return off ^ (((off >> 7) & 3u) << 4);
+}
+
+// The same for 128-byte rows with the 128-byte swizzle (Swizzle<3,4,3>, SWIZZLE_128B): the unit
+// index (bits 4-6) XOR row % 8.
+__host__ __device__ __forceinline__ constexpr std::uint32_t sw128_offset(std::uint32_t row,
+                                                                         std::uint32_t byte) {
+  const std::uint32_t off = row * 128 + byte;
+  return off ^ (((off >> 7) & 7u) << 4);
+}
+
+// The selector of the first step of a 4 x 4 byte transpose: __byte_perm(w0, w1, sel) gathers
+// byte d0 of w0 and w1, then byte d1 of both.
+__host__ __device__ __forceinline__ constexpr std::uint32_t pair_selector(std::uint32_t d0,
+                                                                          std::uint32_t d1) {
+  return d0 | ((4u + d0) << 4) | (d1 << 8) | ((4u + d1) << 12);
+}
+
+// Rows w0..w3 (4 bytes each) -> columns: out[j] holds byte dims[j] of w0, w1, w2, w3 (lowest
+// first), where sel_a gathers dims[0], dims[1] and sel_b dims[2], dims[3] (pair_selector).
+__device__ __forceinline__ void transpose4x4(std::uint32_t w0, std::uint32_t w1, std::uint32_t w2,
+                                             std::uint32_t w3, std::uint32_t sel_a, std::uint32_t sel_b,
+                                             std::uint32_t (&out)[4]) {
+  const std::uint32_t t0 = __byte_perm(w0, w1, sel_a), t1 = __byte_perm(w2, w3, sel_a);
+  const std::uint32_t t2 = __byte_perm(w0, w1, sel_b), t3 = __byte_perm(w2, w3, sel_b);
+  out[0] = __byte_perm(t0, t1, 0x5410);
+  out[1] = __byte_perm(t0, t1, 0x7632);
+  out[2] = __byte_perm(t2, t3, 0x5410);
+  out[3] = __byte_perm(t2, t3, 0x7632);
+}
+
+__device__ __forceinline__ uint4 ld_shared_128(std::uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr));
+  return v;
+}
+
+__device__ __forceinline__ void st_shared_64(std::uint32_t addr, std::uint32_t lo, std::uint32_t hi) {
+  asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(lo), "r"(hi) : "memory");
+}
+
+}  // namespace cutelab::mla::paged_sm90_fp8
