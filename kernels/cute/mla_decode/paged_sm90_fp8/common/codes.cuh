@@ -1,7 +1,7 @@
 #pragma once
 // e4m3 codes for the FP8 designs whose tensor cores read them: fp32 -> e4m3 packing, the
-// 64-byte swizzle of their shared-memory tiles, and the 4 x 4 byte transpose that makes a K-major
-// V^T of a page.
+// 64- and 128-byte swizzles of their shared-memory tiles, and the 4 x 4 byte transpose that
+// makes a K-major V^T of a page.
 
 #include <cstdint>
 
