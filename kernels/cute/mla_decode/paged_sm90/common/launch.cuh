@@ -5,6 +5,8 @@
 
 #include <cuda.h>
 
+#include <optional>
+
 #include "cute/mla_decode/paged_sm90/common/host.hpp"
 #include "cutelab/runtime/launch.hpp"
 
@@ -15,6 +17,12 @@ void set_attributes() {
   set_dynamic_smem(kKernel, sizeof(typename Traits::SharedStorage));
 }
 
+// A main kernel takes (Params, kv map) or, the FP8 designs, (Params, kv map, rope map).
+template <class... Args>
+constexpr int map_count(void (*)(Params, Args...)) {
+  return sizeof...(Args);
+}
+
 template <class Traits, auto kKernel>
 void launch_main(const Params& p, const KvMaps& maps, dim3 grid, cudaStream_t stream) {
   LaunchShape shape;
@@ -22,13 +30,24 @@ void launch_main(const Params& p, const KvMaps& maps, dim3 grid, cudaStream_t st
   shape.block = dim3(Traits::kThreads, 1, 1);
   shape.dynamic_smem = sizeof(typename Traits::SharedStorage);
   shape.programmatic_dependent_launch = true;  // the kernel waits for the schedule itself
-  cutelab::launch(kKernel, shape, stream, p, maps.kv);
+  if constexpr (map_count(kKernel) == 2)
+    cutelab::launch(kKernel, shape, stream, p, maps.kv, maps.rope);
+  else
+    cutelab::launch(kKernel, shape, stream, p, maps.kv);
 }
 
+// `fp8_format`: the FP8 cache the kernel reads (none: q's dtype); `fp8_swizzled`: MainKernel's.
 template <class Traits, auto kKernel>
-[[nodiscard]] MainKernel make_main_kernel(const char* name) {
-  return {name, reinterpret_cast<const void*>(kKernel), sizeof(typename Traits::SharedStorage), Traits::kThreads,
-          &set_attributes<Traits, kKernel>, &launch_main<Traits, kKernel>};
+[[nodiscard]] MainKernel make_main_kernel(const char* name, std::optional<KvFormat> fp8_format = {},
+                                          bool fp8_swizzled = false) {
+  return {name,
+          reinterpret_cast<const void*>(kKernel),
+          sizeof(typename Traits::SharedStorage),
+          Traits::kThreads,
+          &set_attributes<Traits, kKernel>,
+          &launch_main<Traits, kKernel>,
+          fp8_format,
+          fp8_swizzled};
 }
 
 }  // namespace cutelab::mla::paged_sm90

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "cute/mla_decode/paged_sm90_fp8/common/shared_io.cuh"
+
 namespace cutelab::mla::paged_sm90_fp8 {
 
 // Four fp32 values -> four e4m3 codes (round to nearest even, saturating to +-448), a in the
@@ -57,18 +59,6 @@ __device__ __forceinline__ void transpose4x4(std::uint32_t w0, std::uint32_t w1,
   out[1] = __byte_perm(t0, t1, 0x7632);
   out[2] = __byte_perm(t2, t3, 0x5410);
   out[3] = __byte_perm(t2, t3, 0x7632);
-}
-
-__device__ __forceinline__ uint4 ld_shared_128(std::uint32_t addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(addr));
-  return v;
-}
-
-__device__ __forceinline__ void st_shared_64(std::uint32_t addr, std::uint32_t lo, std::uint32_t hi) {
-  asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(lo), "r"(hi) : "memory");
 }
 
 }  // namespace cutelab::mla::paged_sm90_fp8

@@ -5,6 +5,8 @@
 
 #include <cuda_bf16.h>
 
+#include "cute/mla_decode/paged_sm90_fp8/common/shared_io.cuh"
+
 namespace cutelab::mla::paged_sm90_fp8 {
 
 // Four e4m3 codes (the bytes of x, lowest first) as four bf16 values scaled by 2^-120, exactly:
@@ -57,13 +59,6 @@ __device__ __forceinline__ void dequant16(const uint4& codes, float scale, uint4
   }
   out[0] = make_uint4(res[0], res[1], res[2], res[3]);
   out[1] = make_uint4(res[4], res[5], res[6], res[7]);
-}
-
-// A 16-byte store to a shared-memory byte address (STS, not a generic store).
-__device__ __forceinline__ void st_shared_128(std::uint32_t addr, const uint4& v) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z),
-               "r"(v.w)
-               : "memory");
 }
 
 }  // namespace cutelab::mla::paged_sm90_fp8

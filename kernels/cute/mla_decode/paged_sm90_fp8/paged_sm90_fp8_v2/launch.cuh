@@ -7,26 +7,10 @@
 
 namespace cutelab::mla::paged_sm90_fp8_v2 {
 
-inline void launch(const paged_sm90::Params& p, const paged_sm90::KvMaps& maps, dim3 grid,
-                   cudaStream_t stream) {
-  LaunchShape shape;
-  shape.grid = grid;
-  shape.block = dim3(Traits::kThreads, 1, 1);
-  shape.dynamic_smem = sizeof(typename Traits::SharedStorage);
-  shape.programmatic_dependent_launch = true;  // the kernel waits for the schedule itself
-  cutelab::launch(&paged_sm90_fp8_v2_kernel<Traits>, shape, stream, p, maps.kv, maps.rope);
-}
-
 inline paged_sm90::MainKernel make_main_kernel() {
-  constexpr auto kernel = &paged_sm90_fp8_v2_kernel<Traits>;
-  return {"paged_sm90_fp8_v2<fp8_tensor>",
-          reinterpret_cast<const void*>(kernel),
-          sizeof(typename Traits::SharedStorage),
-          Traits::kThreads,
-          &paged_sm90::set_attributes<Traits, kernel>,
-          &launch,
-          KvFormat::fp8_tensor,
-          /*fp8_swizzled=*/true};  // the tensor cores read the staged boxes
+  // The tensor cores read the staged boxes: the swizzled maps.
+  return paged_sm90::make_main_kernel<Traits, &paged_sm90_fp8_v2_kernel<Traits>>(
+      "paged_sm90_fp8_v2<fp8_tensor>", KvFormat::fp8_tensor, /*fp8_swizzled=*/true);
 }
 
 }  // namespace cutelab::mla::paged_sm90_fp8_v2
