@@ -20,7 +20,6 @@
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v1/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v2/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v3/api.hpp"
-#include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v4/api.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/check.hpp"
 #include "kernels/mla_decode/mla_test_util.hpp"
@@ -55,9 +54,6 @@ std::vector<Version> versions() {
        MlaArithmetic::e4m3_q_and_p},
       {"paged_sm90_fp8_v3_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v3::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
-       MlaArithmetic::e4m3_q_and_p},
-      {"paged_sm90_fp8_v4_fp8_tensor",
-       [](DType d) { return paged_sm90_fp8_v4::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
        MlaArithmetic::e4m3_q_and_p}};
 }
 

@@ -4,6 +4,8 @@
 // warpgroup 0 waits for its P V only before its next transpose. README.md has the reasoning, the
 // prediction and the measurements.
 
+#include <cfloat>
+
 #include <cuda.h>
 
 #include <cutlass/arch/barrier.h>
@@ -28,6 +30,10 @@ namespace codes = paged_sm90_fp8;
 
 template <class T>
 struct Kernel {
+  // A row's reference max moves only when a page's max exceeds it by more than this (log2 units):
+  // P x 2^8 then stays under e4m3's largest value (2^0.807 x 256 = 448), and most pages need no
+  // rescale of O (v3 amended).
+  static constexpr float kMaxSlack = 0.8f;
   static_assert(T::kWarpgroups == 2 && T::kStages == 3 && T::kThreads == 128 * (T::kWarpgroups + 1));
   using Element = typename T::Element;
   using Code = typename T::Code;
@@ -340,21 +346,11 @@ struct Kernel {
       warpgroup_fence_operand(tOrO);
       if constexpr (kOwner) warpgroup_fence_operand(tOrP);
     };
-    // P (fp32, accumulator order) -> e4m3 codes in the A operand's register order: word
-    // 4 kb + 2 hi + h holds row r0 + 8 h, positions 32 kb + 16 hi + 4 (lane % 4) + 0..3, i.e. the
-    // accumulator's columns 2 (lane % 4) + {0, 1} of column groups 4 kb + 2 hi and 4 kb + 2 hi + 1
-    // (token_at). Packed as soon as the softmax ends: the A registers may still be read by the
-    // P V in flight, and the P tile by warpgroup 0's P V of page g - 2.
-    const auto pack_p = [&](std::uint32_t(&words)[8]) CUTLASS_LAMBDA_FUNC_INLINE {
-      CUTE_UNROLL
-      for (int kb = 0; kb < 2; ++kb) CUTE_UNROLL
-      for (int hi = 0; hi < 2; ++hi) CUTE_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        const int j = 2 * h + 4 * (4 * kb + 2 * hi);  // accumulator index of the first byte
-        words[4 * kb + 2 * hi + h] = codes::pack_e4m3x4(tSrS(j) * T::kPScale, tSrS(j + 1) * T::kPScale,
-                                                        tSrS(j + 4) * T::kPScale, tSrS(j + 5) * T::kPScale);
-      }
-    };
+    // P as e4m3 codes in the A operand's register order: word 4 kb + 2 hi + h holds row r0 + 8 h,
+    // positions 32 kb + 16 hi + 4 (lane % 4) + 0..3, i.e. the accumulator's columns
+    // 2 (lane % 4) + {0, 1} of column groups 4 kb + 2 hi and 4 kb + 2 hi + 1 (token_at). Packed
+    // when the softmax ends (softmax_and_pack), published later: the A registers may still be
+    // read by the P V in flight, and the P tile by warpgroup 0's P V of page g - 2.
     // The packed P into the A operand's registers and into P tile `buffer` for warpgroup 0.
     const auto publish_p = [&](int buffer, const std::uint32_t(&words)[8]) CUTLASS_LAMBDA_FUNC_INLINE {
       std::uint32_t* regs = reinterpret_cast<std::uint32_t*>(raw_pointer_cast(tOrP.data()));
@@ -383,9 +379,11 @@ struct Kernel {
         if (piece > 0) NamedBarrier::sync(128, T::kWarpgroupSync + kWG);
         load_q_codes(p, smem, req, kv_head(), m_tile(), wg_thread);
         NamedBarrier::sync(128, T::kWarpgroupSync + kWG);
-        // The logits' scales: q's per row, the cache's per tensor.
-        float row_scale[2];
-        for (int h = 0; h < 2; ++h) row_scale[h] = smem.q_scale[r0 + 8 * h] * kv_scale;
+        // A row's logit factor: its q scale x the cache's x log2(e) / sqrt(d), folded into the
+        // exponent's FMA (> 0, so a masked -inf stays -inf; a zero row has S = 0).
+        float logit_factor[2];
+        for (int h = 0; h < 2; ++h)
+          logit_factor[h] = fmaxf(smem.q_scale[r0 + 8 * h] * kv_scale * p.scale_log2, FLT_MIN);
 
         int limit[2];  // keys visible to rows r0 and r0 + 8
         for (int h = 0; h < 2; ++h) {
@@ -397,15 +395,57 @@ struct Kernel {
         float scale[2];            // of the page whose P is packed: O's factor before its P V (O is
                                    // clear at a piece's first page)
         std::uint32_t p_codes[8];  // that page's P, packed
-        // S of page g (consumer count g) is complete: free its slot, softmax, pack P.
+        // S of page g (consumer count g) is complete: free its slot, softmax, pack P (x 2^8).
+        // Against v2's softmax: the row scales and 2^8 in the exponent's FMA (64 multiplies a
+        // page less), the masking only on pages that need it (a uniform branch, not 64
+        // predicated selects a page), the reference max moved only beyond kMaxSlack (the O
+        // rescale then skipped on most pages), and S only read, P packed straight from the
+        // exponentials. The running sums are of P x 2^8 (divided back at the piece's end).
         const auto softmax_and_pack = [&](int page, int gg) CUTLASS_LAMBDA_FUNC_INLINE {
           warpgroup_fence_operand(tSrS);
           if (lane == 0) SignalBarrier::arrive(&smem.slot_free[gg % T::kStages]);  // S is done reading it
-          CUTE_UNROLL
-          for (int i = 0; i < size(tSrS); ++i) tSrS(i) *= row_scale[(i >> 1) & 1];
-          paged_sm90::softmax_page(tSrS, tSrS, page * kBlockN, col0, (page + 1) * kBlockN > min_limit, limit,
-                                   p.scale_log2, run_max, row_sum, scale);
-          pack_p(p_codes);
+          const auto body = [&](auto masked) CUTLASS_LAMBDA_FUNC_INLINE {
+            const auto logit = [&](int i) CUTLASS_LAMBDA_FUNC_INLINE {
+              if constexpr (decltype(masked)::value)
+                if (page * kBlockN + col0 + (i & 1) + 8 * (i >> 2) >= limit[(i >> 1) & 1]) return -INFINITY;
+              return tSrS(i);
+            };
+            float page_max[2] = {-INFINITY, -INFINITY};
+            CUTE_UNROLL
+            for (int i = 0; i < size(tSrS); ++i)
+              page_max[(i >> 1) & 1] = fmaxf(page_max[(i >> 1) & 1], logit(i));
+            float bias[2];
+            CUTE_UNROLL
+            for (int h = 0; h < 2; ++h) {
+              const float m_page = paged_sm90::quad_max(page_max[h]) * logit_factor[h];
+              if (m_page > run_max[h] + kMaxSlack) {  // false while both are -inf
+                scale[h] = device::ex2_approx_ftz(run_max[h] - m_page);
+                run_max[h] = m_page;
+                row_sum[h] *= scale[h];
+              } else {
+                scale[h] = 1.f;
+              }
+              // A row that has seen only masked keys keeps max -inf: exp2(-inf) = 0 keeps P at 0.
+              bias[h] = 8.f - (run_max[h] == -INFINITY ? 0.f : run_max[h]);
+            }
+            CUTE_UNROLL
+            for (int kb = 0; kb < 2; ++kb) CUTE_UNROLL
+            for (int hi = 0; hi < 2; ++hi) CUTE_UNROLL
+            for (int h = 0; h < 2; ++h) {
+              const int j = 2 * h + 4 * (4 * kb + 2 * hi);  // accumulator j, j + 1, j + 4, j + 5: row h
+              float e[4];
+              CUTE_UNROLL
+              for (int q = 0; q < 4; ++q)
+                e[q] =
+                    device::ex2_approx_ftz(fmaf(logit(j + (q & 1) + 4 * (q >> 1)), logit_factor[h], bias[h]));
+              row_sum[h] += (e[0] + e[1]) + (e[2] + e[3]);
+              p_codes[4 * kb + 2 * hi + h] = codes::pack_e4m3x4(e[0], e[1], e[2], e[3]);
+            }
+          };
+          if ((page + 1) * kBlockN > min_limit)  // the page reaches some row's limit
+            body(cute::true_type{});
+          else
+            body(cute::false_type{});
         };
         // The piece's first page alone: its S needs this piece's Q codes.
         qk_issue(g % T::kStages, (g / T::kStages) & 1);
@@ -440,6 +480,7 @@ struct Kernel {
         pv_wait();
         SignalBarrier::arrive(&smem.wg1_done[g & 1]);
         ++g;
+        for (int h = 0; h < 2; ++h) row_sum[h] *= 1.f / T::kPScale;  // exact: a power of two
         paged_sm90::publish_piece_state(smem, piece, r0, col0, run_max, row_sum);
       } else {
         for (int page = first; page < end; ++page, ++g) {
