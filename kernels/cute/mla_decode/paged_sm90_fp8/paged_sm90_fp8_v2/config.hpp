@@ -16,6 +16,7 @@
 #include <cute/tensor.hpp>
 
 #include "cute/mla_decode/paged_sm90/common/traits.hpp"
+#include "cute/mla_decode/paged_sm90_fp8/common/codes.cuh"
 #include "mla_decode/fp8/kv_format.hpp"
 
 namespace cutelab::mla::paged_sm90_fp8_v2 {
@@ -57,7 +58,7 @@ struct Traits : paged_sm90::TileConstants {
                                    cute::Shape<cute::Int<kBlockM>, cute::Int<kRopeBytesPerRow>>{}));
   static_assert(kBlockM == kBlockN);
   // V^T of one warpgroup's half: (256 dims, 64 token positions) K-major, 64-byte swizzle. The
-  // positions are the page's tokens in the order P's registers hold them (token_at below).
+  // positions are the page's tokens in the order P's registers hold them (token_at, common/codes.cuh).
   using SmemLayoutVt =
       decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW64_Atom<Code>{},
                                    cute::Shape<cute::Int<kVColsPerWarpgroup>, cute::Int<kBlockN>>{}));
@@ -106,13 +107,6 @@ struct Traits : paged_sm90::TileConstants {
   enum Barrier : std::uint32_t { kWarpgroupSync = 1 };
 };
 
-// The token whose probability sits at position `pos` of a 16-position group of the P operand:
-// an e4m3 A fragment holds 4 consecutive k per register (k = 4 (lane % 4) + byte, + 16 for the
-// upper registers), the fp32 accumulator holds column pairs 2 (lane % 4) + {0, 1} every 8
-// columns. Packing the accumulator's values in place gives positions 4q + b the tokens
-// 2q + (b & 1) + 8 (b >> 1): bits (b0, q0, q1, b1) of the position are bits (0, 1, 2, 3) of the token.
-constexpr int token_at(int pos) {
-  return (pos & ~15) | (pos & 1) | (((pos >> 2) & 3) << 1) | (((pos >> 1) & 1) << 3);
-}
+using paged_sm90_fp8::token_at;
 
 }  // namespace cutelab::mla::paged_sm90_fp8_v2

@@ -9,6 +9,5 @@
 namespace cutelab::mla::paged_sm90_fp8_v3 {
 
 struct Traits : paged_sm90_fp8_v2::Traits {};
-using paged_sm90_fp8_v2::token_at;
 
 }  // namespace cutelab::mla::paged_sm90_fp8_v3

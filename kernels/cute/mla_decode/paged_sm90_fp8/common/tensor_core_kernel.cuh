@@ -1,0 +1,325 @@
+#pragma once
+// The parts of the FP8-tensor-core MLA designs (paged_sm90_fp8 v2, v3) that sit outside the S
+// owner's page loop: the kernel's entry (barriers, roles, setmaxnreg), the producer thread that
+// stages pages, Q's e4m3 codes, the issue of S and of a warpgroup's P V, and warpgroup 0's V^T
+// transposer. A design's Kernel derives from TensorCoreKernel<T, Kernel> and supplies
+// consume<kWG>; T is its Traits (v2's config.hpp has the layouts and the shared-memory plan).
+
+#include <cuda.h>
+
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cute/arch/copy_sm90_tma.hpp>
+#include <cute/tensor.hpp>
+#include <cutlass/detail/helper_macros.hpp>
+
+#include "cute/mla_decode/paged_sm90/common/pieces.cuh"
+#include "cute/mla_decode/paged_sm90_fp8/common/codes.cuh"
+#include "cutelab/device/sm90/opaque.cuh"
+#include "cutelab/device/sm90/pdl.cuh"
+
+namespace cutelab::mla::paged_sm90_fp8 {
+
+template <class T, class Derived>
+struct TensorCoreKernel {
+  static_assert(T::kWarpgroups == 2 && T::kStages == 3 && T::kThreads == 128 * (T::kWarpgroups + 1));
+  using Params = paged_sm90::Params;
+  using FullBarrier = cutlass::arch::ClusterTransactionBarrier;  // TMA bytes of a staged page landed
+  using SignalBarrier = cutlass::arch::ClusterBarrier;  // mbarrier: release on arrive, acquire on wait
+  using Element = typename T::Element;
+  using Code = typename T::Code;
+  using SharedStorage = typename T::SharedStorage;
+  static constexpr int kBlockM = T::kBlockM;
+  static constexpr int kBlockN = T::kBlockN;
+
+  CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map) {
+    extern __shared__ __align__(1024) char smem_raw[];
+    auto& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
+    if (threadIdx.x == 0) {
+      cute::prefetch_tma_descriptor(kv_map);
+      cute::prefetch_tma_descriptor(rope_map);
+      for (int s = 0; s < T::kStages; ++s) FullBarrier::init(&smem.stage_full[s], 1);
+      for (int s = 0; s < 2; ++s) {
+        SignalBarrier::init(&smem.vt_ready[s], 128);
+        SignalBarrier::init(&smem.p_ready[s], 128);
+        SignalBarrier::init(&smem.wg1_done[s], 128);
+        SignalBarrier::init(&smem.final_ready[s], 128);
+        SignalBarrier::init(&smem.final_read[s], 128);
+      }
+      // A staged page is free once S read it (one arrival per warp of warpgroup 1) and every
+      // thread of warpgroup 0 transposed its part (and read the valid count).
+      for (int s = 0; s < T::kStages; ++s) SignalBarrier::init(&smem.slot_free[s], 4 + 128);
+      cutlass::arch::fence_barrier_init();
+    }
+    // Everything above overlaps the previous kernel; the schedule and the inputs are read only after it.
+    sm90::wait_for_prior_grid();
+    sm90::allow_dependent_launch();  // the combine's blocks wait on the device for this grid
+    const PartInfo part = p.schedule.parts[blockIdx.y];
+    __syncthreads();
+    if (threadIdx.x >= 256) {
+      cutlass::arch::warpgroup_reg_dealloc<T::kProducerRegisters>();
+      if (threadIdx.x == 256) produce(p, kv_map, rope_map, smem, part);
+      return;
+    }
+    cutlass::arch::warpgroup_reg_alloc<T::kConsumerRegisters>();
+    if (threadIdx.x < 128)
+      Derived::template consume<0>(p, smem, part);
+    else
+      Derived::template consume<1>(p, smem, part);
+  }
+
+  // The producer (one thread of the third warpgroup): walks the part's pages (those for_each_piece
+  // visits) and stages page j in slot j % 3 once the slot's page j - 3 is free, with its count of
+  // valid tokens beside it. A TMA issue can hold its thread for hundreds of cycles when many
+  // bytes are in flight: on a consumer it delayed the whole page loop (measured ~750 cycles a
+  // page), here it only waits.
+  CUTE_DEVICE static void produce(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map,
+                                  SharedStorage& smem, const PartInfo& part) {
+    const int kv_head = static_cast<int>(blockIdx.x) / p.m_tiles;
+    int j = 0;
+    paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
+      const int seqlen = p.seqlens[req];
+      const int* pages = p.block_table + static_cast<int64_t>(req) * p.max_blocks;
+      int next = pages[first];  // page ids one load ahead
+      for (int blk = first; blk < end; ++blk, ++j) {
+        const int page = next;
+        if (blk + 1 < end) next = pages[blk + 1];
+        const int slot = j % T::kStages;
+        if (j >= T::kStages) SignalBarrier::wait(&smem.slot_free[slot], (j / T::kStages - 1) & 1);
+        smem.stage_valid[slot] = min(kBlockN, seqlen - blk * kBlockN);
+        load_stage(p, kv_map, rope_map, smem, slot, page, kv_head);
+      }
+    });
+  }
+
+  // Loads page `page` into staging slot `slot`: four 128-byte x 64-token boxes and one 64-byte x
+  // 64-token box; one thread.
+  CUTE_DEVICE static void load_stage(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map,
+                                     SharedStorage& smem, int slot, int page, int kv_head) {
+    std::uint8_t* stage = smem.stage[slot];
+    FullBarrier::arrive_and_expect_tx(&smem.stage_full[slot], T::kStageBytes);
+    CUTE_UNROLL
+    for (int c = 0; c < T::kLatentChunks; ++c)
+      cute::SM90_TMA_LOAD_4D::copy(kv_map, &smem.stage_full[slot], p.kv_cache_hint,
+                                   stage + c * T::kLatentChunkBytes, c * T::kLatentChunk, kv_head, 0, page);
+    cute::SM90_TMA_LOAD_4D::copy(rope_map, &smem.stage_full[slot], p.kv_cache_hint, stage + T::kRopeOffset,
+                                 static_cast<int>(T::kHeadDimV), kv_head, 0, page);
+  }
+
+  // Byte offset of Q code / staged code (row, column) in a page-shaped tile.
+  CUTE_DEVICE static std::uint32_t code_offset(int row, int col) {
+    return col < T::kHeadDimV
+               ? (col / T::kLatentChunk) * T::kLatentChunkBytes + sw128_offset(row, col % T::kLatentChunk)
+               : T::kRopeOffset + sw64_offset(row, col - T::kHeadDimV);
+  }
+
+  // Q of a piece as e4m3 codes with one scale per row (amax / 448), by warpgroup 1: 8 threads
+  // per row, 16 rows a pass. Padded rows and all-zero rows get codes 0 and scale 0.
+  CUTE_DEVICE static void load_q_codes(const Params& p, SharedStorage& smem, int req, int kv_head, int m_tile,
+                                       int thread) {
+    constexpr int kUnits = T::kHeadDimQK / 8 / 8;  // 16-byte units of q per thread and row
+    const int j = thread % 8;
+    const std::uint32_t q_base = cute::cast_smem_ptr_to_uint(smem.q);
+    for (int row = thread / 8; row < kBlockM; row += 16) {
+      const int packed = m_tile * kBlockM + row;
+      const bool live = packed < p.rows_per_head;
+      const Element* src = paged_sm90::q_row<Element>(p, req, kv_head, live ? packed : 0);
+      uint4 v[kUnits];
+      CUTE_UNROLL
+      for (int m = 0; m < kUnits; ++m)
+        v[m] = live ? *reinterpret_cast<const uint4*>(src + 8 * (j + 8 * m)) : make_uint4(0, 0, 0, 0);
+      float amax = 0.f;
+      CUTE_UNROLL
+      for (int m = 0; m < kUnits; ++m) {
+        const std::uint32_t w[4] = {v[m].x, v[m].y, v[m].z, v[m].w};
+        CUTE_UNROLL
+        for (int i = 0; i < 4; ++i)
+          amax = fmaxf(amax,
+                       fmaxf(fabsf(__uint_as_float(w[i] << 16)), fabsf(__uint_as_float(w[i] & 0xFFFF0000u))));
+      }
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
+      const float inv = amax > 0.f ? 448.f / amax : 0.f;
+      CUTE_UNROLL
+      for (int m = 0; m < kUnits; ++m) {
+        const std::uint32_t w[4] = {v[m].x, v[m].y, v[m].z, v[m].w};
+        std::uint32_t packed_codes[2];
+        CUTE_UNROLL
+        for (int h = 0; h < 2; ++h)
+          packed_codes[h] = pack_e4m3x4(
+              __uint_as_float(w[2 * h] << 16) * inv, __uint_as_float(w[2 * h] & 0xFFFF0000u) * inv,
+              __uint_as_float(w[2 * h + 1] << 16) * inv, __uint_as_float(w[2 * h + 1] & 0xFFFF0000u) * inv);
+        st_shared_64(q_base + code_offset(row, 8 * (j + 8 * m)), packed_codes[0], packed_codes[1]);
+      }
+      if (j == 0) smem.q_scale[row] = amax / 448.f;
+    }
+    cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
+  }
+
+  // S of the page staged in `slot` into `acc` (Q's codes against the page), issued and
+  // committed, not waited.
+  template <class Mma, class ThrMma, class FragS>
+  CUTE_DEVICE static void issue_s(Mma& mma_qk, const ThrMma& thr_qk, FragS& acc, SharedStorage& smem,
+                                  int slot, int phase) {
+    using namespace cute;
+    Code* q_codes = reinterpret_cast<Code*>(sm90::opaque(smem.q));
+    Code* k_codes = reinterpret_cast<Code*>(sm90::opaque(smem.stage[0]) + slot * T::kStageBytes);
+    Tensor tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(
+        make_tensor(make_smem_ptr(q_codes), typename T::SmemLayoutLatent{})));  // (MMA,1,16)
+    Tensor tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(
+        make_tensor(make_smem_ptr(k_codes), typename T::SmemLayoutLatent{})));  // (MMA,1,16)
+    Tensor tSrQRope = thr_qk.make_fragment_A(thr_qk.partition_A(
+        make_tensor(make_smem_ptr(q_codes + T::kRopeOffset), typename T::SmemLayoutRope{})));  // (MMA,1,2)
+    Tensor tSrKRope = thr_qk.make_fragment_B(thr_qk.partition_B(
+        make_tensor(make_smem_ptr(k_codes + T::kRopeOffset), typename T::SmemLayoutRope{})));  // (MMA,1,2)
+    FullBarrier::wait(&smem.stage_full[slot], phase);
+    warpgroup_fence_operand(acc);
+    warpgroup_arrive();
+    mma_qk.accumulate_ = GMMA::ScaleOut::Zero;
+    CUTE_UNROLL
+    for (int k = 0; k < size<2>(tSrQ); ++k) {
+      cute::gemm(mma_qk, tSrQ(_, _, k), tSrK(_, _, k), acc);
+      mma_qk.accumulate_ = GMMA::ScaleOut::One;
+    }
+    CUTE_UNROLL
+    for (int k = 0; k < size<2>(tSrQRope); ++k) cute::gemm(mma_qk, tSrQRope(_, _, k), tSrKRope(_, _, k), acc);
+    warpgroup_commit_batch();
+    warpgroup_fence_operand(acc);
+  }
+
+  // O[:, kWG * 256 ...] += P V of V^T buffer `buffer`, issued and committed, not waited: the S
+  // owner (kWG = 1) multiplies P from its registers, warpgroup 0 from P tile `buffer`.
+  template <int kWG, class MmaRegs, class ThrRegs, class MmaSmem, class ThrSmem, class FragP, class FragO>
+  CUTE_DEVICE static void issue_pv(MmaRegs& mma_pv_regs, const ThrRegs& thr_pv_regs, MmaSmem& mma_pv_smem,
+                                   const ThrSmem& thr_pv_smem, FragP& tOrP, FragO& tOrO, SharedStorage& smem,
+                                   int buffer) {
+    using namespace cute;
+    constexpr bool kOwner = kWG == 1;
+    const auto v_half = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
+      return make_tensor(
+          make_smem_ptr(reinterpret_cast<Code*>(sm90::opaque(smem.vt[0]) + buffer * 2 * T::kVtHalfBytes +
+                                                kWG * T::kVtHalfBytes)),
+          typename T::SmemLayoutVt{});  // (256,BLK_N)
+    };
+    warpgroup_fence_operand(tOrO);
+    if constexpr (kOwner) {
+      Tensor tOrV = thr_pv_regs.make_fragment_B(thr_pv_regs.partition_B(v_half()));  // (MMA,1,2)
+      warpgroup_fence_operand(tOrP);
+      warpgroup_arrive();
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tOrP); ++k) cute::gemm(mma_pv_regs, tOrP(_, _, k), tOrV(_, _, k), tOrO);
+      warpgroup_fence_operand(tOrP);
+    } else {
+      Tensor sP = make_tensor(make_smem_ptr(reinterpret_cast<Code*>(sm90::opaque(smem.p[buffer]))),
+                              typename T::SmemLayoutP{});
+      Tensor tOrPs = thr_pv_smem.make_fragment_A(thr_pv_smem.partition_A(sP));       // (MMA,1,2)
+      Tensor tOrV = thr_pv_smem.make_fragment_B(thr_pv_smem.partition_B(v_half()));  // (MMA,1,2)
+      warpgroup_arrive();
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tOrPs); ++k) cute::gemm(mma_pv_smem, tOrPs(_, _, k), tOrV(_, _, k), tOrO);
+    }
+    warpgroup_commit_batch();
+  }
+};
+
+// Warpgroup 0's transposer: page j (staged in slot j % 3) into V^T buffer j % 2, in the token
+// order of P's registers (token_at).
+template <class T>
+class VtTransposer {
+ public:
+  using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
+  using SignalBarrier = cutlass::arch::ClusterBarrier;
+  using SharedStorage = typename T::SharedStorage;
+
+  CUTE_DEVICE VtTransposer(SharedStorage& smem, int warp, int lane)
+      : c(2 * warp + (lane >> 4)), u(lane & 3), tg((lane >> 2) & 3), odd(tg & 1) {
+    // The V^T block of this thread: 16 dims (unit u of latent chunk c) x 16 positions (group tg),
+    // in two batches of 8 positions, odd groups taking them in the other order; each thread
+    // rotates its dims by u. The warp's 16-byte loads and 8-byte stores are then free of bank
+    // conflicts (checked offline over every case). Every address is a per-thread constant plus
+    // an immediate: computed in the loop, the addressing was half of its 557 instructions.
+    sel_a = pair_selector(0 ^ u, 1 ^ u);
+    sel_b = pair_selector(2 ^ u, 3 ^ u);
+    // Loads, batch b: token t = 16 tg + 4 b + token_at(k) (token_at(8 b + k) = token_at(k) + 4 b
+    // for k < 8), at sw128_offset(t, 16 U) = 128 t + ((U ^ (t % 8)) << 4) of chunk c / 2, U the
+    // unit in the 128-byte row; t % 8 = (4 b) ^ (token_at(k) % 8).
+    const int unit = 4 * (c % 2) + u;
+    CUTE_UNROLL
+    for (int step = 0; step < 2; ++step) {
+      const int b = step ^ odd;
+      ld_base[step] = cute::cast_smem_ptr_to_uint(smem.stage[0]) + (c / 2) * T::kLatentChunkBytes +
+                      (16 * tg + 4 * b) * 128;
+      ld_swz[step] = (unit ^ (4 * b)) << 4;
+      st_batch[step] = 8 * b;
+    }
+    // Stores, dims d = 64 (c % 4) + 16 u + 4 w + (jj ^ u) at sw64_offset(d, 16 tg + 8 b)
+    // = 64 d + ((tg ^ ((d >> 1) % 4)) << 4) + 8 b, with (d >> 1) % 4 = 2 (w % 2) + ((jj ^ u) >> 1).
+    CUTE_UNROLL
+    for (int jj = 0; jj < 4; ++jj) st_row[jj] = 64 * (jj ^ u) + ((tg ^ ((jj ^ u) >> 1)) << 4);
+    st_base =
+        cute::cast_smem_ptr_to_uint(smem.vt[0]) + (c / 4) * T::kVtHalfBytes + ((c % 4) * 64 + 16 * u) * 64;
+  }
+
+  // Page j (staged in slot j % 3) into V^T buffer j % 2; with kMask, tokens at or past `valid`
+  // become 0 (they may hold NaN codes, and 0 * NaN is NaN in the tensor core).
+  template <bool kMask>
+  CUTE_DEVICE void transpose_page(int slot, int buffer, int valid) const {
+    const std::uint32_t src_slot = slot * T::kStageBytes;
+    const std::uint32_t dst_buffer = st_base + buffer * 2 * T::kVtHalfBytes;
+    CUTE_UNROLL
+    for (int step = 0; step < 2; ++step) {
+      const std::uint32_t src = ld_base[step] + src_slot;
+      uint4 rows[8];
+      CUTE_UNROLL
+      for (int k = 0; k < 8; ++k) {
+        const int tk = token_at(k);
+        rows[k] = ld_shared_128(src + tk * 128 + (ld_swz[step] ^ ((tk % 8) << 4)));
+        if constexpr (kMask)
+          if (16 * tg + static_cast<int>(st_batch[step] / 2) + tk >= valid) rows[k] = make_uint4(0, 0, 0, 0);
+      }
+      const std::uint32_t dst = dst_buffer + st_batch[step];
+      CUTE_UNROLL
+      for (int w = 0; w < 4; ++w) {  // dims 4w .. 4w + 3 of the unit
+        std::uint32_t cols[2][4];    // [token quad][dim jj ^ u]
+        CUTE_UNROLL
+        for (int quad = 0; quad < 2; ++quad) {
+          const auto word = [&](int k) CUTLASS_LAMBDA_FUNC_INLINE {
+            const uint4& r = rows[4 * quad + k];
+            return w == 0 ? r.x : w == 1 ? r.y : w == 2 ? r.z : r.w;
+          };
+          transpose4x4(word(0), word(1), word(2), word(3), sel_a, sel_b, cols[quad]);
+        }
+        CUTE_UNROLL
+        for (int jj = 0; jj < 4; ++jj)
+          st_shared_64(dst + 256 * w + (st_row[jj] ^ ((w % 2) << 5)), cols[0][jj], cols[1][jj]);
+      }
+    }
+    cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
+  }
+
+  // Waits for page j, transposes it, frees its slot and signals V^T j ready.
+  CUTE_DEVICE void next(SharedStorage& smem, int j) const {
+    const int slot = j % T::kStages;
+    FullBarrier::wait(&smem.stage_full[slot], (j / T::kStages) & 1);
+    const int valid = smem.stage_valid[slot];
+    // A warp-uniform choice: only a request's last page has tokens past its length.
+    if (valid < kBlockN)
+      this->template transpose_page<true>(slot, j & 1, valid);
+    else
+      this->template transpose_page<false>(slot, j & 1, kBlockN);
+    SignalBarrier::arrive(&smem.slot_free[slot]);
+    // Every thread arrives: its arrival also releases its reads of page j - 2's P scales.
+    SignalBarrier::arrive(&smem.vt_ready[j & 1]);
+  }
+
+ private:
+  static constexpr int kBlockN = T::kBlockN;
+  int c, u, tg, odd;
+  std::uint32_t sel_a, sel_b;
+  std::uint32_t ld_base[2], ld_swz[2], st_batch[2];
+  std::uint32_t st_row[4];  // [jj]: 64 (jj ^ u) + the swizzle of an even w (odd w: bit 5 flipped)
+  std::uint32_t st_base;
+};
+
+}  // namespace cutelab::mla::paged_sm90_fp8
