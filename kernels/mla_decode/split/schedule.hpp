@@ -79,8 +79,19 @@ struct CombineArgs {
   int* reuse_error = nullptr;
   SplitPartials partials;
   int b = 0, s_q = 0, h_q = 0, h_kv = 0;
+  int pieces_hint = 1;  // pieces a split request may have (combine_pieces_hint): picks the launch shape
   DType dtype = DType::bf16;
 };
+
+// How many pieces a split request of a schedule may have, roughly: the parts a request gets on
+// average (plus the cut one shares), at most its pages in parts of min_blocks_per_part. Only a
+// launch-shape choice rests on it: any value gives a correct result (the order of the sums, not its
+// accuracy, depends on it).
+inline int combine_pieces_hint(int b, int num_parts, int max_blocks, int min_blocks_per_part) {
+  const int by_parts = (num_parts + b - 1) / b + 1;
+  const int by_pages = (max_blocks + min_blocks_per_part - 1) / min_blocks_per_part;
+  return by_parts < by_pages ? by_parts : by_pages;
+}
 
 // Merges split requests and writes empty requests (out 0, lse +inf); leaves unsplit ones alone.
 // A request whose length no longer matches its planned page count gets NaN (and reuse_error).
@@ -88,6 +99,7 @@ struct CombineArgs {
 void launch_split_combine(const CombineArgs& a, cudaStream_t stream);
 
 // The schedule and combine kernels as launched for a batch of b requests, for reports.
-[[nodiscard]] std::vector<FunctionResources> split_kernel_resources(DType dtype, int b, int s_q, int h_q);
+[[nodiscard]] std::vector<FunctionResources> split_kernel_resources(DType dtype, int b, int s_q, int h_q,
+                                                                    int pieces_hint);
 
 }  // namespace cutelab::mla

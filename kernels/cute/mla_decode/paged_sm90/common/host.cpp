@@ -249,6 +249,7 @@ void Runner::launch(const PreparedCall& call, cudaStream_t stream) const {
   c.s_q = dims_.s_q;
   c.h_q = dims_.h_q;
   c.h_kv = dims_.h_kv;
+  c.pieces_hint = combine_pieces_hint(c.b, num_parts_, p.max_blocks, config_.min_blocks_per_part);
   c.dtype = dims_.dtype;
   launch_split_combine(c, stream);
 }
@@ -256,7 +257,9 @@ void Runner::launch(const PreparedCall& call, cudaStream_t stream) const {
 std::vector<FunctionResources> Runner::resources() const {
   std::vector<FunctionResources> out{
       read_resources(main_.function, main_.name, main_.block_threads, main_.shared_bytes)};
-  for (FunctionResources& r : split_kernel_resources(dims_.dtype, dims_.b, dims_.s_q, dims_.h_q))
+  for (FunctionResources& r : split_kernel_resources(
+           dims_.dtype, dims_.b, dims_.s_q, dims_.h_q,
+           combine_pieces_hint(dims_.b, num_parts_, dims_.max_blocks, config_.min_blocks_per_part)))
     out.push_back(std::move(r));
   return out;
 }
