@@ -88,8 +88,9 @@ struct CombineArgs {
 // launch-shape choice rests on it: any value gives a correct result (the order of the sums, not its
 // accuracy, depends on it).
 inline int combine_pieces_hint(int b, int num_parts, int max_blocks, int min_blocks_per_part) {
+  const int shortest = min_blocks_per_part > 1 ? min_blocks_per_part : 1;  // as the schedule reads it
   const int by_parts = (num_parts + b - 1) / b + 1;
-  const int by_pages = (max_blocks + min_blocks_per_part - 1) / min_blocks_per_part;
+  const int by_pages = (max_blocks + shortest - 1) / shortest;
   return by_parts < by_pages ? by_parts : by_pages;
 }
 

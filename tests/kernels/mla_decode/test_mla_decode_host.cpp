@@ -17,6 +17,7 @@
 #include "mla_decode/common/problem.hpp"
 #include "mla_decode/common/workspace.hpp"
 #include "mla_decode/fp8/kv_format.hpp"
+#include "mla_decode/split/schedule.hpp"
 
 namespace cutelab::mla {
 namespace {
@@ -468,6 +469,17 @@ TEST(MlaKvFp8, QuantizeArgumentsAreRefusedNamingTheArgument) {
   a = good(KvFormat::fp8_token);
   a.cache = view(0x30008, DType::u8, {8, 64, 2, 656});
   EXPECT_THAT(message(a), HasSubstr("cache: pointer must be 16-byte aligned"));
+}
+
+// The combine's launch shape rests on this hint: four warps share a row when it exceeds the 8
+// pieces one warp loads at a time (b1 and b8 rows of the suite), one warp per row otherwise.
+TEST(MlaSplitCombine, PiecesHintFollowsPartsAndPages) {
+  EXPECT_EQ(combine_pieces_hint(1, 132, 64, 1), 64);    // b1 s_k 4096: one piece per page
+  EXPECT_EQ(combine_pieces_hint(8, 132, 128, 1), 18);   // b8 s_k 8192: 17 parts each, + the cut one
+  EXPECT_EQ(combine_pieces_hint(4, 66, 32, 4), 8);      // b4 h128 s_k 2048: pages in parts of 4
+  EXPECT_EQ(combine_pieces_hint(32, 132, 32, 1), 6);    // b32 s_k 2048
+  EXPECT_EQ(combine_pieces_hint(128, 132, 256, 1), 3);  // b128: at most a split in two or three
+  EXPECT_EQ(combine_pieces_hint(1, 132, 10, 0), 10);    // a shortest part of 0 counts as 1
 }
 
 }  // namespace
