@@ -1,6 +1,7 @@
 // The KernelPlan of paged_sm90_fp8 v2 (the shared paged_sm90 plan with this version's main kernel).
 
 #include "cute/mla_decode/paged_sm90/common/plan.hpp"
+#include "cute/mla_decode/paged_sm90_fp8/common/tensor_core_version.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v2/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v2/config.hpp"
 #include "cutelab/runtime/registry.hpp"
@@ -8,7 +9,7 @@
 namespace cutelab::mla::paged_sm90_fp8_v2 {
 namespace {
 
-struct Version {
+struct Version : paged_sm90_fp8::TensorCoreVersion<Traits> {
   static KernelId id() { return {"cute", "mla_decode", "paged_sm90_fp8", "v2"}; }
   static std::string summary() {
     return "FP8 KV (fp8_tensor) on FP8 tensor cores: q and P rounded to e4m3, S from the TMA-staged page, P "
@@ -18,13 +19,6 @@ struct Version {
   static paged_sm90::MainKernel main_kernel(DType dtype, KvFormat kv) {
     return paged_sm90_fp8_v2::main_kernel(dtype, kv);
   }
-  static constexpr int kRegistersPerSm =  // after setmaxnreg
-      128 * Traits::kProducerRegisters + 128 * Traits::kWarpgroups * Traits::kConsumerRegisters;
-  static constexpr int kThreads = Traits::kThreads;
-  static constexpr int kStages = Traits::kStages;
-  static constexpr int kMinBlocksPerPart[] = {1, 4, 16};
-  // q and P are rounded to e4m3 before the tensor cores: the outputs carry that error too.
-  static constexpr MlaArithmetic kArithmetic = MlaArithmetic::e4m3_q_and_p;
 };
 
 CUTELAB_REGISTER_PLAN(paged_sm90::VersionPlan<Version>);

@@ -1,0 +1,22 @@
+#pragma once
+// What the KernelPlan (paged_sm90::VersionPlan) of an FP8-tensor-core design (v2, v3) reads off
+// its Traits: one CTA's registers after setmaxnreg, threads, stages, the shortest parts to tune
+// over and the arithmetic. A design's Version derives from it and adds its id, summary and
+// main kernel.
+
+#include "cute/mla_decode/paged_sm90/common/plan.hpp"
+
+namespace cutelab::mla::paged_sm90_fp8 {
+
+template <class Traits>
+struct TensorCoreVersion {
+  static constexpr int kRegistersPerSm =  // after setmaxnreg
+      128 * Traits::kProducerRegisters + 128 * Traits::kWarpgroups * Traits::kConsumerRegisters;
+  static constexpr int kThreads = Traits::kThreads;
+  static constexpr int kStages = Traits::kStages;
+  static constexpr int kMinBlocksPerPart[3] = {1, 4, 16};
+  // q and P are rounded to e4m3 before the tensor cores: the outputs carry that error too.
+  static constexpr MlaArithmetic kArithmetic = MlaArithmetic::e4m3_q_and_p;
+};
+
+}  // namespace cutelab::mla::paged_sm90_fp8
