@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <stdexcept>
 
 #include "cuda_raii.hpp"
 #include "cutelab/runtime/nvtx.hpp"
@@ -129,10 +130,29 @@ ConfigOutcome outcome_of(const ConfigDesc& config, ConfigOutcome::Status status,
   return o;
 }
 
+// Configs that failed alike are named together ("all 12 configs invalid: <reason>" when every
+// one did): a kernel with a dozen configs repeated one reason a dozen times.
 std::string list_reasons(const std::vector<ConfigOutcome>& outcomes) {
+  struct Group {
+    ConfigOutcome::Status status;
+    const std::string* reason;
+    std::string names;
+    std::size_t count = 0;
+  };
+  std::vector<Group> groups;  // in order of first appearance
+  for (const ConfigOutcome& o : outcomes) {
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const Group& x) { return x.status == o.status && *x.reason == o.reason; });
+    if (g == groups.end()) g = groups.insert(groups.end(), Group{o.status, &o.reason, "", 0});
+    g->names += concat(g->names.empty() ? "" : ", ", o.config.name);
+    ++g->count;
+  }
+  if (groups.size() == 1 && outcomes.size() > 1)
+    return concat("all ", outcomes.size(), " configs ", status_name(groups[0].status), ": ",
+                  *groups[0].reason);
   std::string s;
-  for (const ConfigOutcome& o : outcomes)
-    s += concat(s.empty() ? "" : "; ", o.config.name, " ", status_name(o.status), ": ", o.reason);
+  for (const Group& g : groups)
+    s += concat(s.empty() ? "" : "; ", g.names, " ", status_name(g.status), ": ", *g.reason);
   return s;
 }
 
@@ -275,19 +295,14 @@ struct Session {
         r.warnings.push_back(concat("The cached config ", cached->config, " is not among the configs of ", r.kernel,
                                     "; not used."));
     }
-    std::vector<ConfigOutcome> rejected;
     for (const ConfigDesc& c : configs) {
-      auto why = plan.validate(problem, c, dev);
-      if (!why) {
+      if (!plan.validate(problem, c, dev)) {
         r.config_source = "first valid";
         return c;
       }
-      rejected.push_back(outcome_of(c, ConfigOutcome::Status::invalid, *why));
     }
-    r.status = RunResult::Status::skipped;
-    r.message = configs.empty() ? concat(r.kernel, " offers no config for this problem")
-                                : concat("no valid config for this problem on ", dev.sm(), ": ", list_reasons(rejected));
-    return std::nullopt;
+    // run_kernel skips a problem no config can serve before it gets here.
+    throw std::logic_error("no valid config after the validity check");
   }
 
   void run_chosen(const ConfigDesc& chosen) {
@@ -429,6 +444,19 @@ struct Session {
   }
 };
 
+// Why no config of `configs` can run `problem` on `dev`; nullopt when one can.
+std::optional<std::string> no_valid_config(const KernelPlan& plan, const Problem& problem,
+                                           const std::vector<ConfigDesc>& configs, const DeviceInfo& dev) {
+  if (configs.empty()) return concat(plan.id().full(), " offers no config for this problem");
+  std::vector<ConfigOutcome> rejected;
+  for (const ConfigDesc& c : configs) {
+    auto why = plan.validate(problem, c, dev);
+    if (!why) return std::nullopt;
+    rejected.push_back(outcome_of(c, ConfigOutcome::Status::invalid, *why));
+  }
+  return concat("no valid config for this problem on ", dev.sm(), ": ", list_reasons(rejected));
+}
+
 }  // namespace
 
 bool verbose_from_env() {
@@ -492,6 +520,12 @@ RunResult run_kernel(const KernelPlan& plan, const Problem& problem, const Devic
     CUTELAB_REQUIRE(forced, "unknown config '", *options.config, "' for ", r.kernel, " (configs: ", names, ")");
     if (auto why = plan.validate(problem, *forced, dev))
       throw UsageError(concat("config ", forced->name, " cannot run this problem on ", dev.sm(), ": ", *why));
+  } else if (auto why = no_valid_config(plan, problem, configs, dev)) {
+    // Before the inputs and the reference are made: a suite row that no config can serve (gigabytes
+    // of KV cache at b128 t16384) is skipped at once.
+    r.status = RunResult::Status::skipped;
+    r.message = *why;
+    return r;
   }
 
   try {

@@ -167,5 +167,83 @@ TEST(RunKernel, ArchGateSkipsBeforeAnythingRuns) {
   EXPECT_EQ(j.at("timing"), nullptr);
 }
 
+// Configs that refuse every problem with a reason of their own choosing.
+struct RefusingConfig {
+  std::string label;
+  std::string reason;
+  [[nodiscard]] std::string name() const { return label; }
+  [[nodiscard]] nlohmann::json to_json() const { return {{"label", label}}; }
+  [[nodiscard]] std::optional<std::string> validate(const testing::FakeProblem&, const DeviceInfo&) const {
+    return reason;
+  }
+};
+
+class RefusingPlan : public TypedPlan<testing::FakeProblem, RefusingConfig, testing::FakeWorkspace> {
+ public:
+  explicit RefusingPlan(std::vector<RefusingConfig> configs) : configs_(std::move(configs)) {}
+  [[nodiscard]] KernelId id() const override { return *KernelId::parse("cute/fake/refusing/v1"); }
+  [[nodiscard]] ArchRequirement arch() const override { return {8, 0, false}; }
+  [[nodiscard]] std::string summary() const override { return "refuses everything"; }
+
+ protected:
+  std::unique_ptr<testing::FakeWorkspace> make_inputs(const testing::FakeProblem&,
+                                                      std::uint64_t) const override {
+    ADD_FAILURE() << "inputs made for a problem no config can serve";
+    return std::make_unique<testing::FakeWorkspace>();
+  }
+  std::vector<std::vector<float>> make_reference(const testing::FakeProblem&,
+                                                 testing::FakeWorkspace&) const override {
+    return {};
+  }
+  std::vector<RefusingConfig> make_configs(const testing::FakeProblem&, const DeviceInfo&) const override {
+    return configs_;
+  }
+  Cost make_cost(const testing::FakeProblem&) const override { return {1.0, 1.0}; }
+  Kernel make_kernel(const testing::FakeProblem&, const RefusingConfig&, testing::FakeWorkspace&,
+                     const DeviceInfo&) const override {
+    return {};
+  }
+
+ private:
+  std::vector<RefusingConfig> configs_;
+};
+
+// A problem no config can serve is skipped before anything is allocated (no GPU needed here: the
+// inputs would be made on one), and one reason shared by several configs is given once.
+TEST(RunKernel, NoValidConfigSkipsBeforeInputsAndGroupsReasons) {
+  const DeviceInfo hopper = fake_device(9, 0);
+  RunOptions options;
+  options.tune = true;
+  {
+    const RefusingPlan plan({{"fo2", "reads no fp8_token KV cache"},
+                             {"fo8", "reads no fp8_token KV cache"},
+                             {"fo16", "reads no fp8_token KV cache"}});
+    const Problem p = make_problem(plan.family(), std::map<std::string, std::string>{});
+    const RunResult r = run_kernel(plan, p, hopper, options, std::nullopt);
+    EXPECT_EQ(r.status, RunResult::Status::skipped);
+    EXPECT_EQ(
+        r.message,
+        "no valid config for this problem on sm_90: all 3 configs invalid: reads no fp8_token KV cache");
+    EXPECT_FALSE(r.timing);
+  }
+  {
+    const RefusingPlan plan(
+        {{"a", "needs h_q <= 64"}, {"b", "needs an FP8 cache"}, {"c", "needs h_q <= 64"}});
+    const Problem p = make_problem(plan.family(), std::map<std::string, std::string>{});
+    const RunResult r = run_kernel(plan, p, hopper, RunOptions{}, std::nullopt);
+    EXPECT_EQ(r.status, RunResult::Status::skipped);
+    EXPECT_EQ(r.message,
+              "no valid config for this problem on sm_90: a, c invalid: needs h_q <= 64; b invalid: needs an "
+              "FP8 cache");
+  }
+  {
+    const RefusingPlan plan({});
+    const Problem p = make_problem(plan.family(), std::map<std::string, std::string>{});
+    const RunResult r = run_kernel(plan, p, hopper, options, std::nullopt);
+    EXPECT_EQ(r.status, RunResult::Status::skipped);
+    EXPECT_EQ(r.message, "cute/fake/refusing/v1 offers no config for this problem");
+  }
+}
+
 }  // namespace
 }  // namespace cutelab
