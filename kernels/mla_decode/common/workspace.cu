@@ -210,6 +210,7 @@ namespace {
 // out rel L2 1.6e-2 (2 keys) .. 3.4e-2 (300 keys), atol needed beside rtol 2e-2 up to 0.20
 // (2-8 keys, two similar weights with |v1 - v2| ~ 8: out moves by p (1 - p) |v1 - v2| dlogit);
 // lse off by up to 0.123 (1 key, ~4.7 rms), rel L2 up to 2.7e-2 (1 key), 1.8e-3 from 64 keys on.
+// (bench/emulation/mla_fp8_arithmetic.py is that emulation; its fp8_tensor rows reproduce these.)
 // Bounds: out atol 0.25, rtol 2e-2, rel L2 5e-2; lse atol 0.15, rtol 1e-3, rel L2 4e-2. The
 // relative L2 bounds are what catch a wrong kernel (a wrong page or scale moves out by O(1)).
 struct ArithmeticTolerances {
