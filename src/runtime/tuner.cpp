@@ -137,15 +137,13 @@ std::string list_reasons(const std::vector<ConfigOutcome>& outcomes) {
     ConfigOutcome::Status status;
     const std::string* reason;
     std::string names;
-    std::size_t count = 0;
   };
   std::vector<Group> groups;  // in order of first appearance
   for (const ConfigOutcome& o : outcomes) {
     auto g = std::find_if(groups.begin(), groups.end(),
                           [&](const Group& x) { return x.status == o.status && *x.reason == o.reason; });
-    if (g == groups.end()) g = groups.insert(groups.end(), Group{o.status, &o.reason, "", 0});
+    if (g == groups.end()) g = groups.insert(groups.end(), Group{o.status, &o.reason, ""});
     g->names += concat(g->names.empty() ? "" : ", ", o.config.name);
-    ++g->count;
   }
   if (groups.size() == 1 && outcomes.size() > 1)
     return concat("all ", outcomes.size(), " configs ", status_name(groups[0].status), ": ",
