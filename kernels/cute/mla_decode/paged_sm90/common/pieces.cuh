@@ -167,6 +167,35 @@ CUTE_DEVICE void scale_rows(FragO& tOrO, const float (&s)[2]) {
   }
 }
 
+// O[:, half] += P V of one page, issued and committed, not waited, for the two-warpgroup designs
+// that split P V by O columns: the S owner (kFromRegisters) multiplies P from its registers (RS),
+// the other warpgroup the published P tile (SS). p_tile() and v_half() make the shared-memory
+// tensors right where they are read (from opaque addresses: not hoisted out of the page loop).
+template <bool kFromRegisters, class MmaRegs, class ThrRegs, class MmaSmem, class ThrSmem, class FragP,
+          class FragO, class PTile, class VHalf>
+CUTE_DEVICE void issue_half_pv(MmaRegs& mma_regs, const ThrRegs& thr_regs, MmaSmem& mma_smem,
+                               const ThrSmem& thr_smem, FragP& tOrP, FragO& tOrO, PTile&& p_tile,
+                               VHalf&& v_half) {
+  using namespace cute;
+  warpgroup_fence_operand(tOrO);
+  if constexpr (kFromRegisters) {
+    Tensor tOrV = thr_regs.make_fragment_B(thr_regs.partition_B(v_half()));
+    warpgroup_fence_operand(tOrP);
+    warpgroup_arrive();
+    CUTE_UNROLL
+    for (int k = 0; k < size<2>(tOrP); ++k) cute::gemm(mma_regs, tOrP(_, _, k), tOrV(_, _, k), tOrO);
+    warpgroup_fence_operand(tOrP);
+  } else {
+    Tensor sP = p_tile();
+    Tensor tOrPs = thr_smem.make_fragment_A(thr_smem.partition_A(sP));
+    Tensor tOrV = thr_smem.make_fragment_B(thr_smem.partition_B(v_half()));
+    warpgroup_arrive();
+    CUTE_UNROLL
+    for (int k = 0; k < size<2>(tOrPs); ++k) cute::gemm(mma_smem, tOrPs(_, _, k), tOrV(_, _, k), tOrO);
+  }
+  warpgroup_commit_batch();
+}
+
 // Tokens past a sequence's end hold anything (NaN in the tests): P is 0 there, but 0 * NaN is
 // NaN in the tensor core, so each consumer warpgroup zeroes its own V columns of those rows of
 // the page before its P V. The other warpgroup may be reading the same rows in its Q K^T at that

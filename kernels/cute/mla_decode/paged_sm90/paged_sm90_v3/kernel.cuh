@@ -159,24 +159,12 @@ struct Kernel {
                          typename T::SmemLayoutV{});  // (256,BLK_N)
     };
     const auto pv = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {  // O += P V, waited
-      warpgroup_fence_operand(tOrO);
-      if constexpr (kOwner) {
-        Tensor tOrV = thr_pv_regs.make_fragment_B(thr_pv_regs.partition_B(v_half(buf)));  // (MMA,1,4)
-        warpgroup_fence_operand(tOrP);
-        warpgroup_arrive();
-        CUTE_UNROLL
-        for (int k = 0; k < size<2>(tOrP); ++k) cute::gemm(mma_pv_regs, tOrP(_, _, k), tOrV(_, _, k), tOrO);
-        warpgroup_fence_operand(tOrP);
-      } else {
-        Tensor sP = make_tensor(make_smem_ptr(sm90::opaque(smem.p[buf].data())),
-                                typename T::SmemLayoutP{});                               // (BLK_M,BLK_N)
-        Tensor tOrPs = thr_pv_smem.make_fragment_A(thr_pv_smem.partition_A(sP));          // (MMA,1,4)
-        Tensor tOrV = thr_pv_smem.make_fragment_B(thr_pv_smem.partition_B(v_half(buf)));  // (MMA,1,4)
-        warpgroup_arrive();
-        CUTE_UNROLL
-        for (int k = 0; k < size<2>(tOrPs); ++k) cute::gemm(mma_pv_smem, tOrPs(_, _, k), tOrV(_, _, k), tOrO);
-      }
-      warpgroup_commit_batch();
+      paged_sm90::issue_half_pv<kOwner>(
+          mma_pv_regs, thr_pv_regs, mma_pv_smem, thr_pv_smem, tOrP, tOrO,
+          [&]() CUTLASS_LAMBDA_FUNC_INLINE {
+            return make_tensor(make_smem_ptr(sm90::opaque(smem.p[buf].data())), typename T::SmemLayoutP{});
+          },
+          [&]() CUTLASS_LAMBDA_FUNC_INLINE { return v_half(buf); });
       warpgroup_wait<0>();
       warpgroup_fence_operand(tOrO);
     };
