@@ -10,6 +10,8 @@ that a test's tolerances are derived before a kernel exists (MEASURE.md: never w
                  latent codes requantised to the piece's reference scale M (the largest group scale
                  seen so far), code' = e4m3(f16(code x f16(s / M))); q's latent columns in e4m3 (one
                  scale per row), its RoPE columns bf16 divided by (q scale x M); P x 2^8 in e4m3.
+                 `--rope-on k`: as paged_sm90_fp8 v4 does it, Q's RoPE divided by q scale and the
+                 page's RoPE by M, each rounded to bf16.
 
 Everything else is exact (fp64): the kernels accumulate in fp32, which is far below these errors.
 The softmax follows v3's (reference max moved only beyond 0.8 in log2 units, row sums of the
@@ -101,7 +103,7 @@ def emulate_fp8_tensor(q, kv, scale, page=64):
     return (out, lse), reference(q, k_deq, scale), reference(q, kv, scale)
 
 
-def emulate_fp8_token(q, kv, scale, page=64):
+def emulate_fp8_token(q, kv, scale, page=64, rope_on="q"):
     L = kv.shape[0]
     groups = kv[:, :512].reshape(L, 4, 128)
     s = np.abs(groups).max(axis=2) / E4M3_MAX  # (L, 4), as quantize_kv writes them
@@ -111,6 +113,7 @@ def emulate_fp8_token(q, kv, scale, page=64):
     k_deq = np.concatenate([(codes.reshape(L, 4, 128) * s[:, :, None]).reshape(L, 512), rope], axis=1)
 
     q_scale = np.abs(q[:, :512]).max(axis=1) / E4M3_MAX
+    q_scale = np.where(q_scale > 0, q_scale, 1.0)
     q8 = e4m3(q[:, :512] / q_scale[:, None])
     logits = np.empty((q.shape[0], L))
     v_pages, m_of_page = [], []
@@ -121,8 +124,10 @@ def emulate_fp8_token(q, kv, scale, page=64):
         big_m = max(big_m, m)
         ratio = f16(s[start:stop] / big_m)  # one per (token, group), as the f16 HMUL2 takes it
         req = e4m3(f16(codes[start:stop].reshape(-1, 4, 128) * ratio[:, :, None])).reshape(-1, 512)
-        q_rope = bf16(q[:, 512:] / (q_scale * big_m)[:, None])
-        acc = q8 @ req.T + q_rope @ rope[start:stop].T
+        if rope_on == "q":  # the design note: Q's RoPE divided by q scale x M
+            acc = q8 @ req.T + bf16(q[:, 512:] / (q_scale * big_m)[:, None]) @ rope[start:stop].T
+        else:  # paged_sm90_fp8 v4: Q's RoPE by q scale, the page's RoPE by M, each rounded to bf16
+            acc = q8 @ req.T + bf16(q[:, 512:] / q_scale[:, None]) @ bf16(rope[start:stop] / big_m).T
         logits[:, start:stop] = acc * (q_scale * big_m * scale / math.log(2))[:, None]
         v_pages.append(req)
         m_of_page.append(big_m)
@@ -139,6 +144,8 @@ def main():
     ap.add_argument("--rows", type=int, default=64)
     ap.add_argument("--requests", type=int, default=24)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rope-on", choices=("q", "k"), default="q",
+                    help="fp8_token: which side of the RoPE product takes 1 / M (k: paged_sm90_fp8 v4)")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     scale = 1.0 / math.sqrt(576.0)
@@ -147,7 +154,8 @@ def main():
     print("cache against fp64 on the original bf16 one (what the format itself costs, for scale)")
     print(f"{'format':10s} {'keys':>5s} {'out relL2':>9s} {'out atol@rtol2e-2':>17s} "
           f"{'lse max|err|':>12s} {'lse relL2':>9s} {'cache: out relL2':>16s} {'lse max|err|':>12s}")
-    for fmt, emulate in (("fp8_tensor", emulate_fp8_tensor), ("fp8_token", emulate_fp8_token)):
+    token = lambda q, kv, scale: emulate_fp8_token(q, kv, scale, rope_on=args.rope_on)
+    for fmt, emulate in (("fp8_tensor", emulate_fp8_tensor), ("fp8_token", token)):
         for L in (1, 2, 3, 8, 64, 65, 300, 1000, 4096):
             err2 = ref2 = 0.0
             atol = lse_max = 0.0
