@@ -217,7 +217,6 @@ struct TensorCoreKernel {
 template <class T>
 class VtTransposer {
  public:
-  using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
   using SignalBarrier = cutlass::arch::ClusterBarrier;
   using SharedStorage = typename T::SharedStorage;
 
@@ -288,9 +287,13 @@ class VtTransposer {
   }
 
   // Waits for page j, transposes it, frees its slot and signals V^T j ready.
-  CUTE_DEVICE void next(SharedStorage& smem, int j) const {
+  CUTE_DEVICE void next(SharedStorage& smem, int j) const { next_when(smem, j, smem.stage_full); }
+
+  // The same once `ready[j % 3]` completes its phase for page j: the page landed (v2, v3), or
+  // the page was requantised in place (v4).
+  CUTE_DEVICE void next_when(SharedStorage& smem, int j, std::uint64_t (&ready)[T::kStages]) const {
     const int slot = j % T::kStages;
-    FullBarrier::wait(&smem.stage_full[slot], (j / T::kStages) & 1);
+    SignalBarrier::wait(&ready[slot], (j / T::kStages) & 1);
     const int valid = smem.stage_valid[slot];
     // A warp-uniform choice: only a request's last page has tokens past its length.
     if (valid < kBlockN)
