@@ -57,6 +57,10 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
   using typename Base::SharedStorage;
   static constexpr float kMaxSlack = 0.8f;  // v3 amended: a row's reference max moves only beyond this
   static constexpr std::uint32_t kRequantSync = T::kWarpgroupSync + 2;
+  // The smallest reference M and q scale (2^-32): the RoPE product multiplies 1 / M by
+  // 1 / q_scale, which must stay finite in bf16 operands and the fp32 accumulator. Real scales
+  // (amax / 448 of O(1) values) are far above; a smaller one only shrinks its codes.
+  static constexpr float kMinScale = 0x1p-32f;
 
   CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map) {
     extern __shared__ __align__(1024) char smem_raw[];
@@ -118,7 +122,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
   // (the largest group scale of its valid tokens so far) moves to the page's largest scale if
   // that is larger; thread (token, half) rewrites its token's groups 2 half and 2 half + 1 as
   // e4m3(code x s / M), and 4 of the page's 512 16-byte RoPE units divided by M. Tokens past
-  // the sequence's end are left as they are: S masks them and the transposer zeroes them in V^T.
+  // the sequence's end get ratio 0 (NaN codes stay NaN) and their scales are never read: S masks
+  // them by a select and the transposer zeroes them in V^T.
   CUTE_DEVICE static void requantise(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map,
                                      SharedStorage& smem, const PartInfo& part) {
     const int t = threadIdx.x - 256;
@@ -166,8 +171,11 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         // The page's largest scale: positive floats order as their bits do.
         const unsigned warp_max = __reduce_max_sync(0xffffffffu, __float_as_uint(fmaxf(s.x, s.y)));
         if (lane == 0) smem.ref_part[j & 1][warp] = __uint_as_float(warp_max);
-        if (issuer) {
-          while (!try_wait_for(&smem.stage_full[slot], phase, 200)) pump();
+        // Warp 0 polls together (only its lane 0 can issue the load it may be waiting for): its
+        // other lanes asleep in a plain wait would leave lane 0's divergent path to the scheduler.
+        if (warp == 0) {
+          while (!try_wait_for(&smem.stage_full[slot], phase, 200))
+            if (issuer) pump();
         } else {
           FullBarrier::wait(&smem.stage_full[slot], phase);
         }
@@ -177,7 +185,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         float page_max = 0.f;
         CUTE_UNROLL
         for (int w = 0; w < 4; ++w) page_max = fmaxf(page_max, smem.ref_part[j & 1][w]);
-        ref = fmaxf(blk == first ? page_max : fmaxf(ref, page_max), FLT_MIN);
+        ref = fmaxf(blk == first ? page_max : fmaxf(ref, page_max), kMinScale);
         const float inv_ref = 1.f / ref;
         std::uint32_t r2[2];  // f16x2 {s / M, s / M} of the two groups
         r2[0] = __half_as_ushort(__float2half_rn(s.x * inv_ref)) * 0x10001u;
@@ -205,6 +213,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
               codes::st_shared_128((row + g * T::kLatentChunkBytes) ^ ((k0 + k) << 4), v[k]);
             }
           }
+          if (issuer) pump();  // a slot freed meanwhile loads now, not after the whole page
         }
         const std::uint32_t rope = stage0 + slot * T::kStageBytes + T::kRopeOffset + t * 16;
         uint4 v[4];
@@ -256,7 +265,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
       amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
       amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
-      const float inv = amax > 0.f ? kE4m3Max / amax : 0.f;
+      const float q_scale = amax > 0.f ? fmaxf(amax / kE4m3Max, kMinScale) : 1.f;
+      const float inv = amax > 0.f ? 1.f / q_scale : 0.f;
       CUTE_UNROLL
       for (int m = 0; m < kUnits; ++m) {
         const std::uint32_t w[4] = {v[m].x, v[m].y, v[m].z, v[m].w};
@@ -269,7 +279,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         codes::st_shared_64(q_base + Base::code_offset(row, 8 * (j + 8 * m)), packed_codes[0],
                             packed_codes[1]);
       }
-      if (j == 0) smem.q_scale[row] = amax > 0.f ? amax / kE4m3Max : 1.f;
+      if (j == 0) smem.q_scale[row] = q_scale;
     }
     cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
     NamedBarrier::sync(128, T::kWarpgroupSync + 1);
