@@ -188,6 +188,26 @@ struct TensorCoreKernel {
     warpgroup_fence_operand(acc);
   }
 
+  // The S owner's packed P (`words`, e4m3 codes in the A operand's register order: word
+  // 4 kb + 2 hi + h holds row r0 + 8 h, positions 32 kb + 16 hi + 4 (lane % 4) + 0..3) into its P V
+  // operand registers and into P tile `buffer` for warpgroup 0.
+  template <class FragP>
+  CUTE_DEVICE static void publish_p(FragP& tOrP, SharedStorage& smem, int buffer, int r0, int col0,
+                                    const std::uint32_t (&words)[8]) {
+    std::uint32_t* regs = reinterpret_cast<std::uint32_t*>(cute::raw_pointer_cast(tOrP.data()));
+    const std::uint32_t p_base = cute::cast_smem_ptr_to_uint(smem.p[buffer]);
+    CUTE_UNROLL
+    for (int kb = 0; kb < 2; ++kb) CUTE_UNROLL
+    for (int hi = 0; hi < 2; ++hi) CUTE_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const std::uint32_t word = words[4 * kb + 2 * hi + h];
+      regs[4 * kb + 2 * hi + h] = word;
+      const std::uint32_t addr = p_base + sw64_offset(r0 + 8 * h, 32 * kb + 16 * hi + col0 * 2);
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(word) : "memory");
+    }
+    cutlass::arch::fence_view_async_shared();  // generic stores, then warpgroup 0's wgmma reads
+  }
+
   // O[:, kWG * 256 ...] += P V of V^T buffer `buffer`, issued and committed, not waited: the S
   // owner (kWG = 1) multiplies P from its registers, warpgroup 0 from P tile `buffer`.
   template <int kWG, class MmaRegs, class ThrRegs, class MmaSmem, class ThrSmem, class FragP, class FragO>

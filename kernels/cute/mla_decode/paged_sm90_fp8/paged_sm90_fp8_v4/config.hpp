@@ -36,8 +36,6 @@ struct Traits : paged_sm90::TileConstants {
   static constexpr int kTransposerRegisters = 216;
   static constexpr int kOwnerRegisters = 232;
   static_assert(kProducerRegisters + kTransposerRegisters + kOwnerRegisters <= 3 * 168);
-  // TensorCoreKernel's view (the plan's register count per SM).
-  static constexpr int kConsumerRegisters = (kTransposerRegisters + kOwnerRegisters) / 2;
   static constexpr int kStages = 3;
   // A staged page: the 512 latent bytes of each token as 4 chunks of 128 bytes (one scale group
   // each: TMA boxes of 128 bytes x 64 tokens, 128-byte swizzle), then the 64 bf16 RoPE values as

@@ -18,6 +18,9 @@ struct Version : paged_sm90_fp8::TensorCoreVersion<Traits> {
   static paged_sm90::MainKernel main_kernel(DType dtype, KvFormat kv) {
     return paged_sm90_fp8_v4::main_kernel(dtype, kv);
   }
+  // One setmaxnreg per warpgroup (TensorCoreVersion's formula has one count for both consumers).
+  static constexpr int kRegistersPerSm =
+      128 * (Traits::kProducerRegisters + Traits::kTransposerRegisters + Traits::kOwnerRegisters);
   // K and V rounded to e4m3 a second time, against the page's reference scale.
   static constexpr MlaArithmetic kArithmetic = MlaArithmetic::e4m3_requantised;
 };
