@@ -45,7 +45,8 @@ class MlaDecodeWorkspace : public Workspace {
 
 // Tolerances for bf16/f16 outputs and the fp32 lse (MEASURE.md); fp8_token's are wider by the
 // bf16 rounding of the dequantised tile its kernels multiply (derivations in workspace.cu).
-// e4m3_q_and_p: the rounding of q and P to e4m3 on top (derivation in workspace.cu).
+// e4m3_q_and_p: the rounding of q and P to e4m3 on top; e4m3_requantised: and the cache's codes
+// rounded again against a per-page reference scale (derivations in workspace.cu).
 [[nodiscard]] Tolerance out_tolerance(DType dtype, KvFormat kv = KvFormat::bf16,
                                       MlaArithmetic arithmetic = MlaArithmetic::q_precision);
 [[nodiscard]] Tolerance lse_tolerance(KvFormat kv = KvFormat::bf16,

@@ -29,7 +29,9 @@ enum class KvFormat : std::uint8_t { bf16, f16, fp8_tensor, fp8_token };
 // What a kernel rounds before its tensor cores, which sets its outputs' tolerances:
 // q_precision: the cache's values (dequantised if FP8) in q's dtype, P in q's dtype;
 // e4m3_q_and_p: FP8 tensor cores, so q (per-row scale) and P (times 256) rounded to e4m3 too.
-enum class MlaArithmetic : std::uint8_t { q_precision, e4m3_q_and_p };
+// e4m3_requantised: that, and the cache's latent codes rounded to e4m3 a second time against one
+// reference scale per page (fp8_token on FP8 tensor cores).
+enum class MlaArithmetic : std::uint8_t { q_precision, e4m3_q_and_p, e4m3_requantised };
 
 inline constexpr float kE4m3Max = 448.f;
 inline constexpr int kFp8TokenBytes = 656;

@@ -20,6 +20,7 @@
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v1/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v2/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v3/api.hpp"
+#include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v4/api.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/check.hpp"
 #include "kernels/mla_decode/mla_test_util.hpp"
@@ -54,7 +55,10 @@ std::vector<Version> versions() {
        MlaArithmetic::e4m3_q_and_p},
       {"paged_sm90_fp8_v3_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v3::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
-       MlaArithmetic::e4m3_q_and_p}};
+       MlaArithmetic::e4m3_q_and_p},
+      {"paged_sm90_fp8_v4_fp8_token",
+       [](DType d) { return paged_sm90_fp8_v4::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token,
+       MlaArithmetic::e4m3_requantised}};
 }
 
 class MlaDecodeStepPlan : public ::testing::TestWithParam<Version> {

@@ -20,9 +20,10 @@ constexpr std::uint64_t kEvictFirst = 0x12F0000000000000ull;
 // 128-byte swizzle (the layout the kernels' K tiles are declared with). FP8 caches: (entry
 // bytes, h_kv, 64, pages), boxes of 64 bytes x 64 tokens unswizzled (the staging layout the
 // dequantising designs read), and for fp8_token the bf16 RoPE values at byte 528 of each entry
-// as their own (64, h_kv, 64, pages) map; `swizzled` (fp8_tensor as the K-major operand of FP8
-// wgmma): `kv` boxes of 128 bytes x 64 tokens with the 128-byte swizzle for the latent bytes,
-// `rope` boxes of 64 bytes x 64 tokens with the 64-byte swizzle for the RoPE bytes.
+// as their own (64, h_kv, 64, pages) map; `swizzled` (the K-major operands of FP8 wgmma): `kv`
+// boxes of 128 bytes x 64 tokens with the 128-byte swizzle for the latent bytes, `rope` boxes of
+// 64 bytes x 64 tokens with the 64-byte swizzle for fp8_tensor's RoPE bytes, or fp8_token's bf16
+// RoPE values as above with the 128-byte swizzle.
 KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call, bool swizzled) {
   const std::uint64_t heads = call.h_kv, tokens = kPageSize,
                       pages = static_cast<std::uint64_t>(call.num_blocks);
@@ -39,14 +40,20 @@ KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call, bool s
   }
   const std::uint64_t entry = static_cast<std::uint64_t>(kv_entry_bytes(call.kv_format));
   const std::array<std::uint64_t, 3> strides{entry, entry * heads, entry * heads * tokens};
-  if (swizzled) {  // fp8_tensor read by FP8 wgmma: latent boxes of 128 bytes, the RoPE box of 64
+  if (swizzled) {  // read by FP8 wgmma: latent boxes of 128 bytes
     const std::array<std::uint32_t, 4> wide{128u, 1u, static_cast<std::uint32_t>(tokens), 1u};
     maps.kv = sm90::make_tiled_tensor_map<4>(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.kv_cache.data,
                                              {entry, heads, tokens, pages}, strides, wide,
                                              CU_TENSOR_MAP_SWIZZLE_128B);
-    maps.rope = sm90::make_tiled_tensor_map<4>(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.kv_cache.data,
-                                               {entry, heads, tokens, pages}, strides, box,
-                                               CU_TENSOR_MAP_SWIZZLE_64B);
+    if (call.kv_format == KvFormat::fp8_token)  // the bf16 RoPE values: 128-byte rows, bf16 K-major
+      maps.rope = sm90::make_tiled_tensor_map<4>(
+          CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+          static_cast<const std::uint8_t*>(args.kv_cache.data) + kFp8RopeOffset,
+          {kHeadDimQK - kHeadDimV, heads, tokens, pages}, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+    else  // fp8_tensor's RoPE codes: one box of 64 bytes
+      maps.rope = sm90::make_tiled_tensor_map<4>(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.kv_cache.data,
+                                                 {entry, heads, tokens, pages}, strides, box,
+                                                 CU_TENSOR_MAP_SWIZZLE_64B);
     return maps;
   }
   maps.kv =

@@ -38,7 +38,8 @@ struct TuneConfig {
 // FP8 read by dequantising designs: `kv` boxes of 64 bytes x 64 tokens unswizzled, `rope` over
 // fp8_token's bf16 RoPE values (64 x 64 tokens, unswizzled). FP8 read by FP8 tensor cores
 // (MainKernel::fp8_swizzled): `kv` boxes of 128 latent bytes x 64 tokens, 128-byte swizzle,
-// `rope` boxes of the 64 RoPE bytes x 64 tokens, 64-byte swizzle. Unused maps stay zero.
+// `rope` boxes of the 64 RoPE bytes x 64 tokens, 64-byte swizzle (fp8_token: its 64 bf16 RoPE
+// values x 64 tokens, 128-byte swizzle). Unused maps stay zero.
 struct KvMaps {
   CUtensorMap kv{};
   CUtensorMap rope{};

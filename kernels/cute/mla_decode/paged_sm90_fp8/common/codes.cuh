@@ -24,6 +24,36 @@ __device__ __forceinline__ std::uint32_t pack_e4m3x4(float a, float b, float c, 
   return out;
 }
 
+// Four e4m3 codes (a in the lowest byte) times r, through f16 (`r2` = f16x2 {r, r}; e4m3 values
+// are exact in f16), rounded back to e4m3 (nearest even, saturating): each code stays in its byte.
+// NaN codes stay NaN.
+__device__ __forceinline__ std::uint32_t scale_e4m3x4(std::uint32_t codes, std::uint32_t r2) {
+  std::uint32_t out;
+  asm("{\n"
+      ".reg .b16 lo, hi;\n"
+      ".reg .b32 flo, fhi;\n"
+      "mov.b32 {lo, hi}, %1;\n"
+      "cvt.rn.f16x2.e4m3x2 flo, lo;\n"
+      "cvt.rn.f16x2.e4m3x2 fhi, hi;\n"
+      "mul.rn.f16x2 flo, flo, %2;\n"
+      "mul.rn.f16x2 fhi, fhi, %2;\n"
+      "cvt.rn.satfinite.e4m3x2.f16x2 lo, flo;\n"
+      "cvt.rn.satfinite.e4m3x2.f16x2 hi, fhi;\n"
+      "mov.b32 %0, {lo, hi};\n"
+      "}"
+      : "=r"(out)
+      : "r"(codes), "r"(r2));
+  return out;
+}
+
+// Two bf16 values (a in the low half) times f in fp32, rounded back to bf16 (nearest even).
+__device__ __forceinline__ std::uint32_t scale_bf16x2(std::uint32_t pair, float f) {
+  const float a = __uint_as_float(pair << 16) * f, b = __uint_as_float(pair & 0xFFFF0000u) * f;
+  std::uint32_t out;
+  asm("cvt.rn.bf16x2.f32 %0, %2, %1;\n" : "=r"(out) : "f"(a), "f"(b));
+  return out;
+}
+
 // Byte offset of (row, byte) in a K-major tile of 64-byte rows with the 64-byte swizzle
 // (cute Swizzle<2,4,3>, TMA's SWIZZLE_64B): the 16-byte unit index (bits 4-5) is XORed with
 // bits 7-8, i.e. with (row / 2) % 4. Host-tested against the CuTe layouts of the designs.

@@ -188,6 +188,26 @@ struct TensorCoreKernel {
     warpgroup_fence_operand(acc);
   }
 
+  // The S owner's packed P (`words`, e4m3 codes in the A operand's register order: word
+  // 4 kb + 2 hi + h holds row r0 + 8 h, positions 32 kb + 16 hi + 4 (lane % 4) + 0..3) into its P V
+  // operand registers and into P tile `buffer` for warpgroup 0.
+  template <class FragP>
+  CUTE_DEVICE static void publish_p(FragP& tOrP, SharedStorage& smem, int buffer, int r0, int col0,
+                                    const std::uint32_t (&words)[8]) {
+    std::uint32_t* regs = reinterpret_cast<std::uint32_t*>(cute::raw_pointer_cast(tOrP.data()));
+    const std::uint32_t p_base = cute::cast_smem_ptr_to_uint(smem.p[buffer]);
+    CUTE_UNROLL
+    for (int kb = 0; kb < 2; ++kb) CUTE_UNROLL
+    for (int hi = 0; hi < 2; ++hi) CUTE_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const std::uint32_t word = words[4 * kb + 2 * hi + h];
+      regs[4 * kb + 2 * hi + h] = word;
+      const std::uint32_t addr = p_base + sw64_offset(r0 + 8 * h, 32 * kb + 16 * hi + col0 * 2);
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(word) : "memory");
+    }
+    cutlass::arch::fence_view_async_shared();  // generic stores, then warpgroup 0's wgmma reads
+  }
+
   // O[:, kWG * 256 ...] += P V of V^T buffer `buffer`, issued and committed, not waited: the S
   // owner (kWG = 1) multiplies P from its registers, warpgroup 0 from P tile `buffer`.
   template <int kWG, class MmaRegs, class ThrRegs, class MmaSmem, class ThrSmem, class FragP, class FragO>
@@ -217,7 +237,6 @@ struct TensorCoreKernel {
 template <class T>
 class VtTransposer {
  public:
-  using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
   using SignalBarrier = cutlass::arch::ClusterBarrier;
   using SharedStorage = typename T::SharedStorage;
 
@@ -288,9 +307,13 @@ class VtTransposer {
   }
 
   // Waits for page j, transposes it, frees its slot and signals V^T j ready.
-  CUTE_DEVICE void next(SharedStorage& smem, int j) const {
+  CUTE_DEVICE void next(SharedStorage& smem, int j) const { next_when(smem, j, smem.stage_full); }
+
+  // The same once `ready[j % 3]` completes its phase for page j: the page landed (v2, v3), or
+  // the page was requantised in place (v4).
+  CUTE_DEVICE void next_when(SharedStorage& smem, int j, std::uint64_t (&ready)[T::kStages]) const {
     const int slot = j % T::kStages;
-    FullBarrier::wait(&smem.stage_full[slot], (j / T::kStages) & 1);
+    SignalBarrier::wait(&ready[slot], (j / T::kStages) & 1);
     const int valid = smem.stage_valid[slot];
     // A warp-uniform choice: only a request's last page has tokens past its length.
     if (valid < kBlockN)

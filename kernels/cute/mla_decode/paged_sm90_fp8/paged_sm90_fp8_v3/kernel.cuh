@@ -106,18 +106,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     // read by the P V in flight, and the P tile by warpgroup 0's P V of page g - 2.
     // The packed P into the A operand's registers and into P tile `buffer` for warpgroup 0.
     const auto publish_p = [&](int buffer, const std::uint32_t(&words)[8]) CUTLASS_LAMBDA_FUNC_INLINE {
-      std::uint32_t* regs = reinterpret_cast<std::uint32_t*>(raw_pointer_cast(tOrP.data()));
-      const std::uint32_t p_base = cute::cast_smem_ptr_to_uint(smem.p[buffer]);
-      CUTE_UNROLL
-      for (int kb = 0; kb < 2; ++kb) CUTE_UNROLL
-      for (int hi = 0; hi < 2; ++hi) CUTE_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        const std::uint32_t word = words[4 * kb + 2 * hi + h];
-        regs[4 * kb + 2 * hi + h] = word;
-        const std::uint32_t addr = p_base + codes::sw64_offset(r0 + 8 * h, 32 * kb + 16 * hi + col0 * 2);
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(word) : "memory");
-      }
-      cutlass::arch::fence_view_async_shared();  // generic stores, then warpgroup 0's wgmma reads
+      Base::publish_p(tOrP, smem, buffer, r0, col0, words);
     };
 
     paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
