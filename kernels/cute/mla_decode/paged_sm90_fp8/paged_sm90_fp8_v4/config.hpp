@@ -23,6 +23,12 @@
 
 namespace cutelab::mla::paged_sm90_fp8_v4 {
 
+// What the thread issuing the page loads keeps in shared memory: the end of the piece its next
+// page is in, and how many loads it has issued.
+struct IssueState {
+  int end, issued;
+};
+
 struct Traits : paged_sm90::TileConstants {
   using Element = cute::bfloat16_t;  // q as given, the RoPE operands, out
   using Code = cute::float_e4m3_t;   // Q's and the page's latent columns, V^T, P
@@ -109,6 +115,7 @@ struct Traits : paged_sm90::TileConstants {
     float page_ref[kStages];      // M the staged page was requantised to (the requantiser's)
     float page_m[2];              // M of page j, published with its P (j % 2)
     float ref_part[2][4];         // per producer warp, a page's largest scale (page parity)
+    IssueState issue;             // the issuing thread's: its piece end, loads issued
     float final_max[2][kBlockM];  // a piece's running max (log2 units) and row sum, by piece parity
     float final_sum[2][kBlockM];
     alignas(8) std::uint64_t stage_full[kStages];  // TMA bytes of a staged page landed

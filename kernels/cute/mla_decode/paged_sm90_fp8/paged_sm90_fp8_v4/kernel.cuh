@@ -132,24 +132,55 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     const bool issuer = t == 0;
     const int kv_head = static_cast<int>(blockIdx.x) / p.m_tiles;
 
-    const paged_sm90::PartWalk<1> walk{p, part, min(part.end_req, p.b - 1)};
-    paged_sm90::PageCursor next = walk.start(0);
-    int loaded = 0;  // pages whose loads were issued (the issuer's count)
+    // The issuer's walk over the part's pages (for_each_piece's order). What the next load needs
+    // (its page id and its request's length) is read from global memory one load ahead, the end
+    // of its piece once per piece: read at the moment of issue, each was a dependent global read
+    // on the thread every other requantising thread waits for at k_ready. The piece end and the
+    // count of issued loads live in shared memory (only the issuer touches them): at this
+    // warpgroup's 56 registers the requantiser spilled with them in registers.
+    const int last_req = min(part.end_req, p.b - 1);
+    paged_sm90::PageCursor next{part.begin_req, paged_sm90::piece_first(part, part.begin_req)};
+    const auto piece_end_of = [&](int req) CUTLASS_LAMBDA_FUNC_INLINE {
+      return req <= last_req ? paged_sm90::piece_end(p, part, req) : 0;
+    };
+    const auto settle = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
+      while (next.req <= last_req && next.blk >= smem.issue.end) {
+        ++next.req;
+        next.blk = 0;  // piece_first of every request after the part's first
+        smem.issue.end = piece_end_of(next.req);
+      }
+    };
+    int next_page = 0, next_seqlen = 0;
+    const auto read_ahead = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
+      if (next.req <= last_req) {
+        next_page = p.block_table[static_cast<int64_t>(next.req) * p.max_blocks + next.blk];
+        next_seqlen = p.seqlens[next.req];
+      }
+    };
     const auto pump = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
-      while (walk.valid(next)) {
-        if (loaded >= T::kStages) {
-          const int prev = loaded - T::kStages;
+      while (next.req <= last_req) {
+        const int issued = smem.issue.issued;
+        if (issued >= T::kStages) {
+          const int prev = issued - T::kStages;
           if (!SignalBarrier::test_wait(&smem.slot_free[prev % T::kStages], (prev / T::kStages) & 1, 1))
             return;
         }
-        const int slot = loaded % T::kStages;
-        smem.stage_valid[slot] = min(kBlockN, p.seqlens[next.req] - next.blk * kBlockN);
-        load_stage(p, kv_map, rope_map, smem, slot, walk.page_id(next), kv_head);
-        walk.advance(next, 0);
-        ++loaded;
+        const int slot = issued % T::kStages;
+        smem.stage_valid[slot] = min(kBlockN, next_seqlen - next.blk * kBlockN);
+        load_stage(p, kv_map, rope_map, smem, slot, next_page, kv_head);
+        ++next.blk;
+        settle();
+        read_ahead();
+        smem.issue.issued = issued + 1;
       }
     };
-    if (issuer) pump();
+    if (issuer) {
+      smem.issue.end = piece_end_of(next.req);
+      smem.issue.issued = 0;
+      settle();
+      read_ahead();
+      pump();
+    }
 
     const std::uint32_t stage0 = cute::cast_smem_ptr_to_uint(smem.stage[0]);
     const std::uint8_t* kv_bytes = static_cast<const std::uint8_t*>(p.kv_cache);
@@ -158,16 +189,23 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
       const int seqlen = p.seqlens[req];
       const int* pages = p.block_table + static_cast<int64_t>(req) * p.max_blocks;
-      for (int blk = first; blk < end; ++blk, ++j) {
-        const int slot = j % T::kStages, phase = (j / T::kStages) & 1;
-        const bool live = token < seqlen - blk * kBlockN;
-        float2 s = make_float2(0.f, 0.f);  // this token's scales of groups 2 half, 2 half + 1
-        if (live) {
-          const std::int64_t entry =
-              (static_cast<std::int64_t>(pages[blk]) * kBlockN + token) * p.h_kv + kv_head;
-          s = *reinterpret_cast<const float2*>(kv_bytes + entry * kFp8TokenBytes + kFp8ScaleOffset +
+      // This token's scales of groups 2 half, 2 half + 1 in page `blk` of the piece (0 past the
+      // sequence's end, where they are never read).
+      const auto scales_of = [&](int blk, int page) CUTLASS_LAMBDA_FUNC_INLINE {
+        float2 v = make_float2(0.f, 0.f);
+        if (blk < end && token < seqlen - blk * kBlockN) {
+          const std::int64_t entry = (static_cast<std::int64_t>(page) * kBlockN + token) * p.h_kv + kv_head;
+          v = *reinterpret_cast<const float2*>(kv_bytes + entry * kFp8TokenBytes + kFp8ScaleOffset +
                                                8 * half);
         }
+        return v;
+      };
+      // Within a piece the page id of blk + 1 is read before page blk's wait for its bytes and
+      // its scales right after it, for the next iteration; the piece's first page pays both.
+      float2 s = scales_of(first, pages[first]);
+      for (int blk = first; blk < end; ++blk, ++j) {
+        const int slot = j % T::kStages, phase = (j / T::kStages) & 1;
+        const int page_next = blk + 1 < end ? pages[blk + 1] : 0;
         // The page's largest scale: positive floats order as their bits do.
         const unsigned warp_max = __reduce_max_sync(0xffffffffu, __float_as_uint(fmaxf(s.x, s.y)));
         if (lane == 0) smem.ref_part[j & 1][warp] = __uint_as_float(warp_max);
@@ -182,6 +220,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         // ref_part[j & 1] written by every warp; a warp writes it again (page j + 2) only after
         // passing page j + 1's barrier, i.e. after every warp read it here.
         NamedBarrier::sync(128, kRequantSync);
+        const float2 s_next = scales_of(blk + 1, page_next);
         float page_max = 0.f;
         CUTE_UNROLL
         for (int w = 0; w < 4; ++w) page_max = fmaxf(page_max, smem.ref_part[j & 1][w]);
@@ -231,6 +270,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
         SignalBarrier::arrive(&smem.k_ready[slot]);
         if (issuer) pump();
+        s = s_next;
       }
     });
   }
