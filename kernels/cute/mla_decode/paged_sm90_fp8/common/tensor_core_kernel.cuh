@@ -113,11 +113,13 @@ struct TensorCoreKernel {
                : T::kRopeOffset + sw64_offset(row, col - T::kHeadDimV);
   }
 
-  // Q of a piece as e4m3 codes with one scale per row (amax / 448), by warpgroup 1: 8 threads
-  // per row, 16 rows a pass. Padded rows and all-zero rows get codes 0 and scale 0.
-  CUTE_DEVICE static void load_q_codes(const Params& p, SharedStorage& smem, int req, int kv_head, int m_tile,
-                                       int thread) {
-    constexpr int kUnits = T::kHeadDimQK / 8 / 8;  // 16-byte units of q per thread and row
+  // Q's first kCols columns of a piece as e4m3 codes, one scale per row, by warpgroup 1: 8 threads
+  // per row, 16 rows a pass. `row_scale(amax)` gives {the factor the row is multiplied by before
+  // rounding, the scale stored in q_scale}; padded rows have amax 0. Not fenced.
+  template <int kCols, class RowScale>
+  CUTE_DEVICE static void quantise_q_rows(const Params& p, SharedStorage& smem, int req, int kv_head,
+                                          int m_tile, int thread, RowScale&& row_scale) {
+    constexpr int kUnits = kCols / 8 / 8;  // 16-byte units of q per thread and row
     const int j = thread % 8;
     const std::uint32_t q_base = cute::cast_smem_ptr_to_uint(smem.q);
     for (int row = thread / 8; row < kBlockM; row += 16) {
@@ -140,7 +142,8 @@ struct TensorCoreKernel {
       amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
       amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
       amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
-      const float inv = amax > 0.f ? 448.f / amax : 0.f;
+      const float2 scale = row_scale(amax);  // {factor, stored scale}
+      const float inv = scale.x;
       CUTE_UNROLL
       for (int m = 0; m < kUnits; ++m) {
         const std::uint32_t w[4] = {v[m].x, v[m].y, v[m].z, v[m].w};
@@ -152,8 +155,18 @@ struct TensorCoreKernel {
               __uint_as_float(w[2 * h + 1] << 16) * inv, __uint_as_float(w[2 * h + 1] & 0xFFFF0000u) * inv);
         st_shared_64(q_base + code_offset(row, 8 * (j + 8 * m)), packed_codes[0], packed_codes[1]);
       }
-      if (j == 0) smem.q_scale[row] = amax / 448.f;
+      if (j == 0) smem.q_scale[row] = scale.y;
     }
+  }
+
+  // Q of a piece as e4m3 codes with one scale per row (amax / 448), all 576 columns. Padded rows
+  // and all-zero rows get codes 0 and scale 0.
+  CUTE_DEVICE static void load_q_codes(const Params& p, SharedStorage& smem, int req, int kv_head, int m_tile,
+                                       int thread) {
+    quantise_q_rows<T::kHeadDimQK>(p, smem, req, kv_head, m_tile, thread,
+                                   [](float amax) CUTLASS_LAMBDA_FUNC_INLINE {
+                                     return make_float2(amax > 0.f ? 448.f / amax : 0.f, amax / 448.f);
+                                   });
     cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
   }
 

@@ -282,45 +282,11 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
   template <class FragRope>
   CUTE_DEVICE static void load_q(const Params& p, SharedStorage& smem, int req, int kv_head, int m_tile,
                                  int thread, int r0, int col0, FragRope& tSrQRope) {
-    constexpr int kUnits = T::kHeadDimV / 8 / 8;  // 16-byte units of q per thread and row
-    const int j = thread % 8;
-    const std::uint32_t q_base = cute::cast_smem_ptr_to_uint(smem.q);
-    for (int row = thread / 8; row < kBlockM; row += 16) {
-      const int packed = m_tile * kBlockM + row;
-      const bool live = packed < p.rows_per_head;
-      const Element* src = paged_sm90::q_row<Element>(p, req, kv_head, live ? packed : 0);
-      uint4 v[kUnits];
-      CUTE_UNROLL
-      for (int m = 0; m < kUnits; ++m)
-        v[m] = live ? *reinterpret_cast<const uint4*>(src + 8 * (j + 8 * m)) : make_uint4(0, 0, 0, 0);
-      float amax = 0.f;
-      CUTE_UNROLL
-      for (int m = 0; m < kUnits; ++m) {
-        const std::uint32_t w[4] = {v[m].x, v[m].y, v[m].z, v[m].w};
-        CUTE_UNROLL
-        for (int i = 0; i < 4; ++i)
-          amax = fmaxf(amax,
-                       fmaxf(fabsf(__uint_as_float(w[i] << 16)), fabsf(__uint_as_float(w[i] & 0xFFFF0000u))));
-      }
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
-      const float q_scale = amax > 0.f ? fmaxf(amax / kE4m3Max, kMinScale) : 1.f;
-      const float inv = amax > 0.f ? 1.f / q_scale : 0.f;
-      CUTE_UNROLL
-      for (int m = 0; m < kUnits; ++m) {
-        const std::uint32_t w[4] = {v[m].x, v[m].y, v[m].z, v[m].w};
-        std::uint32_t packed_codes[2];
-        CUTE_UNROLL
-        for (int h = 0; h < 2; ++h)
-          packed_codes[h] = codes::pack_e4m3x4(
-              __uint_as_float(w[2 * h] << 16) * inv, __uint_as_float(w[2 * h] & 0xFFFF0000u) * inv,
-              __uint_as_float(w[2 * h + 1] << 16) * inv, __uint_as_float(w[2 * h + 1] & 0xFFFF0000u) * inv);
-        codes::st_shared_64(q_base + Base::code_offset(row, 8 * (j + 8 * m)), packed_codes[0],
-                            packed_codes[1]);
-      }
-      if (j == 0) smem.q_scale[row] = q_scale;
-    }
+    Base::template quantise_q_rows<T::kHeadDimV>(
+        p, smem, req, kv_head, m_tile, thread, [](float amax) CUTLASS_LAMBDA_FUNC_INLINE {
+          const float q_scale = amax > 0.f ? fmaxf(amax / kE4m3Max, kMinScale) : 1.f;
+          return make_float2(amax > 0.f ? 1.f / q_scale : 0.f, q_scale);
+        });
     cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
     NamedBarrier::sync(128, T::kWarpgroupSync + 1);
     const int packed0 = m_tile * kBlockM + r0;
