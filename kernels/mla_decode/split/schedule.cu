@@ -156,8 +156,10 @@ constexpr int kCombineTargetWarps = 1024;
 
 // One item per (request, kv head, packed query row, column slice), merged by kWarpsPerItem warps
 // (1, or the CTA's kCombineWarps, each taking every kWarpsPerItem-th piece); each lane owns
-// 16 / kSlices of the slice's columns. The loop over pieces is latency-bound: the lanes read the
-// pieces' lse values in parallel and each warp loads its partial rows kSplitsInFlight at a time.
+// 16 / kSlices of the slice's columns. With few rows (kSlices > 1) the loop over pieces is
+// latency-bound: each warp loads its pieces' lse values and partial rows together, kSplitsInFlight
+// at a time, merged against a running max (one round trip a group); with many rows it reads the
+// lse values first and weights each row as it lands (fewer live registers, more warps resident).
 // A small batch splits each request many ways (b = 1: up to one piece per part), and one warp per
 // item then held too few loads in flight (b1 h128 t4096 on the H200: 24.6 -> 22.1 µs end to end
 // with four). Warps sharing an item add their sums in a fixed order (bitwise repeatable).
@@ -199,40 +201,94 @@ __global__ void __launch_bounds__(kCombineWarps * 32) split_combine_kernel(Combi
   };
 
   float max_lse = -INFINITY;
-  for (int k = lane; k < rs.num_splits; k += 32) max_lse = fmaxf(max_lse, a.partials.lse[slot_row(k)]);
-  for (int offset = 16; offset > 0; offset /= 2) max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, offset));
-
   float4 acc[kVecs] = {};
   float sum = 0.f;
-  if (max_lse != -INFINITY) {
-    // This warp's pieces: share, share + kWarpsPerItem, ...; i counts them.
-    const int count = (rs.num_splits - share + kWarpsPerItem - 1) / kWarpsPerItem;
+  const int count = (rs.num_splits - share + kWarpsPerItem - 1) / kWarpsPerItem;  // this warp's pieces
+  if constexpr (kSlices == 1) {
+    // Many rows (throughput-bound): the lse values first, so each partial row is weighted as it
+    // lands and few registers stay live (80; the one-pass form below needs 168 here, and the
+    // lower occupancy made b64 s4 h128 t4096 1.3% slower).
+    for (int k = lane; k < rs.num_splits; k += 32) max_lse = fmaxf(max_lse, a.partials.lse[slot_row(k)]);
+    for (int offset = 16; offset > 0; offset /= 2)
+      max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, offset));
+    if (max_lse != -INFINITY) {
+      for (int i0 = 0; i0 < count; i0 += kSplitsInFlight) {
+        float w[kSplitsInFlight];
+        float4 v[kSplitsInFlight][kVecs];
+#pragma unroll
+        for (int u = 0; u < kSplitsInFlight; ++u) {
+          const bool live = i0 + u < count;
+          const int64_t sr = slot_row(share + kWarpsPerItem * (live ? i0 + u : i0));
+          w[u] = live ? __expf(a.partials.lse[sr] - max_lse) : 0.f;
+          const float4* part =
+              reinterpret_cast<const float4*>(a.partials.out + sr * kHeadDimV + slice * kSliceCols);
+#pragma unroll
+          for (int j = 0; j < kVecs; ++j) v[u][j] = part[j * 32 + lane];
+        }
+#pragma unroll
+        for (int u = 0; u < kSplitsInFlight; ++u) {
+          sum += w[u];
+#pragma unroll
+          for (int j = 0; j < kVecs; ++j) {
+            acc[j].x += w[u] * v[u][j].x;
+            acc[j].y += w[u] * v[u][j].y;
+            acc[j].z += w[u] * v[u][j].z;
+            acc[j].w += w[u] * v[u][j].w;
+          }
+        }
+      }
+    }
+  } else {
+    // Few rows (latency-bound: a small batch): one round trip a group, the lse values and the
+    // partial rows loaded together and merged against a running max (sum and acc relative to
+    // it, rescaled when a group moves it).
     for (int i0 = 0; i0 < count; i0 += kSplitsInFlight) {
-      float w[kSplitsInFlight];
+      float piece_lse[kSplitsInFlight];
       float4 v[kSplitsInFlight][kVecs];
 #pragma unroll
       for (int u = 0; u < kSplitsInFlight; ++u) {
         const bool live = i0 + u < count;
         const int64_t sr = slot_row(share + kWarpsPerItem * (live ? i0 + u : i0));
-        w[u] = live ? __expf(a.partials.lse[sr] - max_lse) : 0.f;
+        piece_lse[u] = live ? a.partials.lse[sr] : -INFINITY;
         const float4* part = reinterpret_cast<const float4*>(a.partials.out + sr * kHeadDimV + slice * kSliceCols);
 #pragma unroll
         for (int j = 0; j < kVecs; ++j) v[u][j] = part[j * 32 + lane];
       }
+      float group_max = max_lse;
+#pragma unroll
+      for (int u = 0; u < kSplitsInFlight; ++u) group_max = fmaxf(group_max, piece_lse[u]);
+      if (group_max == -INFINITY) continue;               // no piece so far saw a key
+      const float rescale = __expf(max_lse - group_max);  // 0 while max_lse is -inf
+      sum *= rescale;
+#pragma unroll
+      for (int j = 0; j < kVecs; ++j) {
+        acc[j].x *= rescale;
+        acc[j].y *= rescale;
+        acc[j].z *= rescale;
+        acc[j].w *= rescale;
+      }
+      max_lse = group_max;
 #pragma unroll
       for (int u = 0; u < kSplitsInFlight; ++u) {
-        sum += w[u];
+        if (piece_lse[u] == -INFINITY) continue;  // a piece with no key: its row is not used
+        const float w = __expf(piece_lse[u] - max_lse);
+        sum += w;
 #pragma unroll
         for (int j = 0; j < kVecs; ++j) {
-          acc[j].x += w[u] * v[u][j].x; acc[j].y += w[u] * v[u][j].y;
-          acc[j].z += w[u] * v[u][j].z; acc[j].w += w[u] * v[u][j].w;
+          acc[j].x += w * v[u][j].x;
+          acc[j].y += w * v[u][j].y;
+          acc[j].z += w * v[u][j].z;
+          acc[j].w += w * v[u][j].w;
         }
       }
     }
   }
   if constexpr (kWarpsPerItem > 1) {
+    // Each warp's sum and acc are relative to its own max (the two-pass form: all the same).
     __shared__ float4 shared_acc[kWarpsPerItem - 1][kVecs][32];
     __shared__ float shared_sum[kWarpsPerItem - 1];
+    __shared__ float shared_max[kWarpsPerItem];
+    if (lane == 0) shared_max[share] = max_lse;
     if (share > 0) {
 #pragma unroll
       for (int j = 0; j < kVecs; ++j) shared_acc[share - 1][j][lane] = acc[j];
@@ -240,18 +296,35 @@ __global__ void __launch_bounds__(kCombineWarps * 32) split_combine_kernel(Combi
     }
     __syncthreads();
     if (share > 0) return;
+    float item_max = max_lse;
 #pragma unroll
-    for (int w = 0; w < kWarpsPerItem - 1; ++w) {
-      sum += shared_sum[w];
+    for (int w = 1; w < kWarpsPerItem; ++w) item_max = fmaxf(item_max, shared_max[w]);
+    if (item_max != -INFINITY) {
+      const float own = __expf(max_lse - item_max);
+      sum *= own;
 #pragma unroll
       for (int j = 0; j < kVecs; ++j) {
-        const float4 o = shared_acc[w][j][lane];
-        acc[j].x += o.x;
-        acc[j].y += o.y;
-        acc[j].z += o.z;
-        acc[j].w += o.w;
+        acc[j].x *= own;
+        acc[j].y *= own;
+        acc[j].z *= own;
+        acc[j].w *= own;
+      }
+#pragma unroll
+      for (int w = 0; w < kWarpsPerItem - 1; ++w) {
+        const float f = __expf(shared_max[w + 1] - item_max);  // 0 for a warp that saw no key
+        if (f == 0.f) continue;
+        sum += f * shared_sum[w];
+#pragma unroll
+        for (int j = 0; j < kVecs; ++j) {
+          const float4 o = shared_acc[w][j][lane];
+          acc[j].x += f * o.x;
+          acc[j].y += f * o.y;
+          acc[j].z += f * o.z;
+          acc[j].w += f * o.w;
+        }
       }
     }
+    max_lse = item_max;
   }
   const float inv = stale ? NAN : sum > 0.f ? 1.f / sum : 0.f;
 #pragma unroll
