@@ -204,6 +204,41 @@ __global__ void __launch_bounds__(kCombineWarps * 32) split_combine_kernel(Combi
   float4 acc[kVecs] = {};
   float sum = 0.f;
   const int count = (rs.num_splits - share + kWarpsPerItem - 1) / kWarpsPerItem;  // this warp's pieces
+  // This warp's pieces i0 .. i0 + kSplitsInFlight - 1: their lse values (-inf past the last) and
+  // partial rows, all loads issued before any is used.
+  const auto load_group = [&](int i0, float(&piece_lse)[kSplitsInFlight],
+                              float4(&v)[kSplitsInFlight][kVecs]) {
+#pragma unroll
+    for (int u = 0; u < kSplitsInFlight; ++u) {
+      const bool live = i0 + u < count;
+      const int64_t sr = slot_row(share + kWarpsPerItem * (live ? i0 + u : i0));
+      piece_lse[u] = live ? a.partials.lse[sr] : -INFINITY;
+      const float4* part =
+          reinterpret_cast<const float4*>(a.partials.out + sr * kHeadDimV + slice * kSliceCols);
+#pragma unroll
+      for (int j = 0; j < kVecs; ++j) v[u][j] = part[j * 32 + lane];
+    }
+  };
+  const auto add_weighted = [&](float w, const float4(&row)[kVecs]) {
+    sum += w;
+#pragma unroll
+    for (int j = 0; j < kVecs; ++j) {
+      acc[j].x += w * row[j].x;
+      acc[j].y += w * row[j].y;
+      acc[j].z += w * row[j].z;
+      acc[j].w += w * row[j].w;
+    }
+  };
+  const auto scale_acc = [&](float f) {
+    sum *= f;
+#pragma unroll
+    for (int j = 0; j < kVecs; ++j) {
+      acc[j].x *= f;
+      acc[j].y *= f;
+      acc[j].z *= f;
+      acc[j].w *= f;
+    }
+  };
   if constexpr (kSlices == 1) {
     // Many rows (throughput-bound): the lse values first, so each partial row is weighted as it
     // lands and few registers stay live (80; the one-pass form below needs 168 here, and the
@@ -213,29 +248,12 @@ __global__ void __launch_bounds__(kCombineWarps * 32) split_combine_kernel(Combi
       max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, offset));
     if (max_lse != -INFINITY) {
       for (int i0 = 0; i0 < count; i0 += kSplitsInFlight) {
-        float w[kSplitsInFlight];
+        float piece_lse[kSplitsInFlight];
         float4 v[kSplitsInFlight][kVecs];
+        load_group(i0, piece_lse, v);
 #pragma unroll
-        for (int u = 0; u < kSplitsInFlight; ++u) {
-          const bool live = i0 + u < count;
-          const int64_t sr = slot_row(share + kWarpsPerItem * (live ? i0 + u : i0));
-          w[u] = live ? __expf(a.partials.lse[sr] - max_lse) : 0.f;
-          const float4* part =
-              reinterpret_cast<const float4*>(a.partials.out + sr * kHeadDimV + slice * kSliceCols);
-#pragma unroll
-          for (int j = 0; j < kVecs; ++j) v[u][j] = part[j * 32 + lane];
-        }
-#pragma unroll
-        for (int u = 0; u < kSplitsInFlight; ++u) {
-          sum += w[u];
-#pragma unroll
-          for (int j = 0; j < kVecs; ++j) {
-            acc[j].x += w[u] * v[u][j].x;
-            acc[j].y += w[u] * v[u][j].y;
-            acc[j].z += w[u] * v[u][j].z;
-            acc[j].w += w[u] * v[u][j].w;
-          }
-        }
+        for (int u = 0; u < kSplitsInFlight; ++u)
+          add_weighted(__expf(piece_lse[u] - max_lse), v[u]);  // 0 past the last
       }
     }
   } else {
@@ -245,42 +263,17 @@ __global__ void __launch_bounds__(kCombineWarps * 32) split_combine_kernel(Combi
     for (int i0 = 0; i0 < count; i0 += kSplitsInFlight) {
       float piece_lse[kSplitsInFlight];
       float4 v[kSplitsInFlight][kVecs];
-#pragma unroll
-      for (int u = 0; u < kSplitsInFlight; ++u) {
-        const bool live = i0 + u < count;
-        const int64_t sr = slot_row(share + kWarpsPerItem * (live ? i0 + u : i0));
-        piece_lse[u] = live ? a.partials.lse[sr] : -INFINITY;
-        const float4* part = reinterpret_cast<const float4*>(a.partials.out + sr * kHeadDimV + slice * kSliceCols);
-#pragma unroll
-        for (int j = 0; j < kVecs; ++j) v[u][j] = part[j * 32 + lane];
-      }
+      load_group(i0, piece_lse, v);
       float group_max = max_lse;
 #pragma unroll
       for (int u = 0; u < kSplitsInFlight; ++u) group_max = fmaxf(group_max, piece_lse[u]);
-      if (group_max == -INFINITY) continue;               // no piece so far saw a key
-      const float rescale = __expf(max_lse - group_max);  // 0 while max_lse is -inf
-      sum *= rescale;
-#pragma unroll
-      for (int j = 0; j < kVecs; ++j) {
-        acc[j].x *= rescale;
-        acc[j].y *= rescale;
-        acc[j].z *= rescale;
-        acc[j].w *= rescale;
-      }
+      if (group_max == -INFINITY) continue;    // no piece so far saw a key
+      scale_acc(__expf(max_lse - group_max));  // 0 while max_lse is -inf
       max_lse = group_max;
 #pragma unroll
-      for (int u = 0; u < kSplitsInFlight; ++u) {
-        if (piece_lse[u] == -INFINITY) continue;  // a piece with no key: its row is not used
-        const float w = __expf(piece_lse[u] - max_lse);
-        sum += w;
-#pragma unroll
-        for (int j = 0; j < kVecs; ++j) {
-          acc[j].x += w * v[u][j].x;
-          acc[j].y += w * v[u][j].y;
-          acc[j].z += w * v[u][j].z;
-          acc[j].w += w * v[u][j].w;
-        }
-      }
+      for (int u = 0; u < kSplitsInFlight; ++u)
+        if (piece_lse[u] != -INFINITY)  // a piece with no key: its row is not used
+          add_weighted(__expf(piece_lse[u] - max_lse), v[u]);
     }
   }
   if constexpr (kWarpsPerItem > 1) {
@@ -300,15 +293,7 @@ __global__ void __launch_bounds__(kCombineWarps * 32) split_combine_kernel(Combi
 #pragma unroll
     for (int w = 1; w < kWarpsPerItem; ++w) item_max = fmaxf(item_max, shared_max[w]);
     if (item_max != -INFINITY) {
-      const float own = __expf(max_lse - item_max);
-      sum *= own;
-#pragma unroll
-      for (int j = 0; j < kVecs; ++j) {
-        acc[j].x *= own;
-        acc[j].y *= own;
-        acc[j].z *= own;
-        acc[j].w *= own;
-      }
+      scale_acc(__expf(max_lse - item_max));
 #pragma unroll
       for (int w = 0; w < kWarpsPerItem - 1; ++w) {
         const float f = __expf(shared_max[w + 1] - item_max);  // 0 for a warp that saw no key
