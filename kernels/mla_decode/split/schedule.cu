@@ -177,10 +177,16 @@ __global__ void __launch_bounds__(kCombineWarps * 32) split_combine_kernel(Combi
   const int req = blockIdx.x;
   const int4 split_bits = __ldcg(reinterpret_cast<const int4*>(a.requests) + req);
   const RequestSplit rs{split_bits.x, split_bits.y, split_bits.z, split_bits.w};
-  if (rs.num_splits == 1) return;  // written by the main kernel (which checks its length itself)
+  // A request with nothing to merge was written by the main kernel (which checks its length
+  // itself). Its blocks leave at once, except the grid's first, which always waits for the main
+  // kernel: a programmatic successor's wait covers this grid, not the one before it, so this
+  // grid must not complete before the main kernel does.
+  const bool first_block = blockIdx.x == 0 && blockIdx.y == 0;
+  if (rs.num_splits == 1 && !first_block) return;
   // A length that needs another page count than planned: the pieces do not cover it.
   const bool stale = planned_pages(__ldcg(a.seqlens + req)) != rs.num_blocks;
   sm90::wait_for_prior_grid();
+  if (rs.num_splits == 1) return;
 
   const int heads_per_kv = a.h_q / a.h_kv;
   const int rows = a.s_q * heads_per_kv;

@@ -17,6 +17,7 @@
 #include "cute/mla_decode/paged_sm90/common/host.hpp"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v1/api.hpp"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v2/api.hpp"
+#include "cute/mla_decode/paged_sm90/paged_sm90_v3/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v1/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v2/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v3/api.hpp"
@@ -46,6 +47,7 @@ std::vector<Version> versions() {
   return {
       {"paged_sm90_v1", [](DType d) { return paged_sm90_v1::main_kernel(d); }},
       {"paged_sm90_v2", [](DType d) { return paged_sm90_v2::main_kernel(d); }},
+      {"paged_sm90_v3", [](DType d) { return paged_sm90_v3::main_kernel(d); }},
       {"paged_sm90_fp8_v1_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v1::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor},
       {"paged_sm90_fp8_v1_fp8_token",
