@@ -1,9 +1,10 @@
 #pragma once
-// The parts of the FP8-tensor-core MLA designs (paged_sm90_fp8 v2, v3) that sit outside the S
+// The parts of the FP8-tensor-core MLA designs (paged_sm90_fp8 v2-v4) that sit outside the S
 // owner's page loop: the kernel's entry (barriers, roles, setmaxnreg), the producer thread that
 // stages pages, Q's e4m3 codes, the issue of S and of a warpgroup's P V, and warpgroup 0's V^T
-// transposer. A design's Kernel derives from TensorCoreKernel<T, Kernel> and supplies
-// consume<kWG>; T is its Traits (v2's config.hpp has the layouts and the shared-memory plan).
+// transposer and its page loop. A design's Kernel derives from TensorCoreKernel<T, Kernel> and
+// supplies consume<kWG>; T is its Traits (v2's config.hpp has the layouts and the shared-memory
+// plan).
 
 #include <cuda.h>
 
@@ -38,17 +39,7 @@ struct TensorCoreKernel {
     if (threadIdx.x == 0) {
       cute::prefetch_tma_descriptor(kv_map);
       cute::prefetch_tma_descriptor(rope_map);
-      for (int s = 0; s < T::kStages; ++s) FullBarrier::init(&smem.stage_full[s], 1);
-      for (int s = 0; s < 2; ++s) {
-        SignalBarrier::init(&smem.vt_ready[s], 128);
-        SignalBarrier::init(&smem.p_ready[s], 128);
-        SignalBarrier::init(&smem.wg1_done[s], 128);
-        SignalBarrier::init(&smem.final_ready[s], 128);
-        SignalBarrier::init(&smem.final_read[s], 128);
-      }
-      // A staged page is free once S read it (one arrival per warp of warpgroup 1) and every
-      // thread of warpgroup 0 transposed its part (and read the valid count).
-      for (int s = 0; s < T::kStages; ++s) SignalBarrier::init(&smem.slot_free[s], 4 + 128);
+      init_barriers(smem);
       cutlass::arch::fence_barrier_init();
     }
     // Everything above overlaps the previous kernel; the schedule and the inputs are read only after it.
@@ -66,6 +57,50 @@ struct TensorCoreKernel {
       Derived::template consume<0>(p, smem, part);
     else
       Derived::template consume<1>(p, smem, part);
+  }
+
+  // The barriers every design of the family has (one thread, before fence_barrier_init).
+  CUTE_DEVICE static void init_barriers(SharedStorage& smem) {
+    for (int s = 0; s < T::kStages; ++s) FullBarrier::init(&smem.stage_full[s], 1);
+    for (int s = 0; s < 2; ++s) {
+      SignalBarrier::init(&smem.vt_ready[s], 128);
+      SignalBarrier::init(&smem.p_ready[s], 128);
+      SignalBarrier::init(&smem.wg1_done[s], 128);
+      SignalBarrier::init(&smem.final_ready[s], 128);
+      SignalBarrier::init(&smem.final_read[s], 128);
+    }
+    // A staged page is free once S read it (one arrival per warp of warpgroup 1) and every
+    // thread of warpgroup 0 transposed its part (and read the valid count).
+    for (int s = 0; s < T::kStages; ++s) SignalBarrier::init(&smem.slot_free[s], 4 + 128);
+  }
+
+  // Warpgroup 0's pages [first, end) of a piece (v3, v4; g counts the part's pages). The next page
+  // of the part (maybe of the next piece) goes into the other V^T buffer once both P V of page
+  // g - 1 are done with it: ahead of P of page g, so that warpgroup 1 never waits for V^T of page
+  // g + 1 (transposed after P of page g, it did: the two warpgroups then ran one after the other,
+  // measured). P V of page g is issued as soon as P is published (behind warpgroup 1's S of page
+  // g + 1 and P V of page g) and waited for only before the next transpose, or at the piece's end.
+  // `on_page(g)` reads what a design publishes beside P and the scales.
+  template <class FragO, class PvWait, class TransposeNext, class PvIssue, class OnPage>
+  CUTE_DEVICE static void transposer_pages(SharedStorage& smem, int first, int end, int& g, int total_pages,
+                                           int r0, FragO& tOrO, PvWait&& pv_wait,
+                                           TransposeNext&& transpose_next, PvIssue&& pv_issue,
+                                           OnPage&& on_page) {
+    for (int page = first; page < end; ++page, ++g) {
+      if (g + 1 < total_pages) {
+        if (g > 0) SignalBarrier::wait(&smem.wg1_done[(g - 1) & 1], ((g - 1) >> 1) & 1);
+        pv_wait();  // own P V of page g - 1
+        transpose_next(g + 1);
+      }
+      SignalBarrier::wait(&smem.p_ready[g & 1], (g >> 1) & 1);
+      float scale[2];
+      for (int h = 0; h < 2; ++h) scale[h] = smem.scale[g & 1][r0 + 8 * h];
+      on_page(g);
+      pv_wait();  // own P V of page g - 1 at the part's last page (none at a piece's first)
+      paged_sm90::scale_rows(tOrO, scale);
+      pv_issue(g & 1);
+    }
+    pv_wait();
   }
 
   // The producer (one thread of the third warpgroup): walks the part's pages (those for_each_piece

@@ -225,26 +225,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         for (int h = 0; h < 2; ++h) row_sum[h] *= 1.f / T::kPScale;  // exact: a power of two
         paged_sm90::publish_piece_state(smem, piece, r0, col0, run_max, row_sum);
       } else {
-        for (int page = first; page < end; ++page, ++g) {
-          // The next page of the part (maybe of the next piece) into the other V^T buffer, once
-          // both P V of page g - 1 are done with it: ahead of P of page g, so that warpgroup 1
-          // never waits for V^T of page g + 1 (transposed after P of page g, it did: the two
-          // warpgroups then ran one after the other, measured).
-          if (g + 1 < total_pages) {
-            if (g > 0) SignalBarrier::wait(&smem.wg1_done[(g - 1) & 1], ((g - 1) >> 1) & 1);
-            pv_wait();  // own P V of page g - 1
-            transpose_next(g + 1);
-          }
-          SignalBarrier::wait(&smem.p_ready[g & 1], (g >> 1) & 1);
-          float scale[2];
-          for (int h = 0; h < 2; ++h) scale[h] = smem.scale[g & 1][r0 + 8 * h];
-          pv_wait();  // own P V of page g - 1 at the part's last page (none at a piece's first)
-          paged_sm90::scale_rows(tOrO, scale);
-          // Issued as soon as P is published (behind warpgroup 1's S of page g + 1 and P V of
-          // page g) and waited for only before the next transpose.
-          pv_issue(g & 1);
-        }
-        pv_wait();
+        Base::transposer_pages(smem, first, end, g, total_pages, r0, tOrO, pv_wait, transpose_next, pv_issue,
+                               [](int) CUTLASS_LAMBDA_FUNC_INLINE {});
         paged_sm90::read_piece_state(smem, piece, r0, run_max, row_sum);
       }
       paged_sm90::write_piece<Element, T::kHeadDimV, kBlockM>(

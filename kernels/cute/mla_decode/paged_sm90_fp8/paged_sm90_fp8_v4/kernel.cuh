@@ -68,19 +68,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     if (threadIdx.x == 0) {
       cute::prefetch_tma_descriptor(kv_map);
       cute::prefetch_tma_descriptor(rope_map);
-      for (int s = 0; s < T::kStages; ++s) {
-        FullBarrier::init(&smem.stage_full[s], 1);
-        SignalBarrier::init(&smem.k_ready[s], 128);
-        // Free once S read it (one arrival per warp of warpgroup 1) and warpgroup 0 transposed it.
-        SignalBarrier::init(&smem.slot_free[s], 4 + 128);
-      }
-      for (int s = 0; s < 2; ++s) {
-        SignalBarrier::init(&smem.vt_ready[s], 128);
-        SignalBarrier::init(&smem.p_ready[s], 128);
-        SignalBarrier::init(&smem.wg1_done[s], 128);
-        SignalBarrier::init(&smem.final_ready[s], 128);
-        SignalBarrier::init(&smem.final_read[s], 128);
-      }
+      Base::init_barriers(smem);
+      for (int s = 0; s < T::kStages; ++s) SignalBarrier::init(&smem.k_ready[s], 128);
       cutlass::arch::fence_barrier_init();
     }
     // Everything above overlaps the previous kernel; the schedule and the inputs are read only after it.
@@ -522,22 +511,9 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         for (int h = 0; h < 2; ++h) row_sum[h] *= 1.f / T::kPScale;  // exact: a power of two
         paged_sm90::publish_piece_state(smem, piece, r0, col0, run_max, row_sum);
       } else {
-        for (int page = first; page < end; ++page, ++g) {
-          // v3's order: the next page's V^T once both P V of page g - 1 are done with its buffer.
-          if (g + 1 < total_pages) {
-            if (g > 0) SignalBarrier::wait(&smem.wg1_done[(g - 1) & 1], ((g - 1) >> 1) & 1);
-            pv_wait();  // own P V of page g - 1
-            transpose_next(g + 1);
-          }
-          SignalBarrier::wait(&smem.p_ready[g & 1], (g >> 1) & 1);
-          float scale[2];
-          for (int h = 0; h < 2; ++h) scale[h] = smem.scale[g & 1][r0 + 8 * h];
-          ref = smem.page_m[g & 1];
-          pv_wait();  // own P V of page g - 1 at the part's last page (none at a piece's first)
-          paged_sm90::scale_rows(tOrO, scale);
-          pv_issue(g & 1);
-        }
-        pv_wait();
+        // v3's order; beside P, the page's reference M (O's unit after its P V).
+        Base::transposer_pages(smem, first, end, g, total_pages, r0, tOrO, pv_wait, transpose_next, pv_issue,
+                               [&](int page) CUTLASS_LAMBDA_FUNC_INLINE { ref = smem.page_m[page & 1]; });
         paged_sm90::read_piece_state(smem, piece, r0, run_max, row_sum);
       }
       // O holds sum P V' with V' = V / M of the last page (earlier pages rescaled as M moved).
