@@ -127,8 +127,8 @@ struct TensorCoreKernel {
     });
   }
 
-  // Loads page `page` into staging slot `slot`: four 128-byte x 64-token boxes and one 64-byte x
-  // 64-token box; one thread.
+  // Loads page `page` into staging slot `slot`: four 128-byte x 64-token boxes of latent codes and
+  // one box of the RoPE columns (fp8_tensor: 64 bytes; fp8_token: 64 bf16 values); one thread.
   CUTE_DEVICE static void load_stage(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map,
                                      SharedStorage& smem, int slot, int page, int kv_head) {
     std::uint8_t* stage = smem.stage[slot];
@@ -138,7 +138,7 @@ struct TensorCoreKernel {
       cute::SM90_TMA_LOAD_4D::copy(kv_map, &smem.stage_full[slot], p.kv_cache_hint,
                                    stage + c * T::kLatentChunkBytes, c * T::kLatentChunk, kv_head, 0, page);
     cute::SM90_TMA_LOAD_4D::copy(rope_map, &smem.stage_full[slot], p.kv_cache_hint, stage + T::kRopeOffset,
-                                 static_cast<int>(T::kHeadDimV), kv_head, 0, page);
+                                 static_cast<int>(T::kRopeMapColumn), kv_head, 0, page);
   }
 
   // Byte offset of Q code / staged code (row, column) in a page-shaped tile.

@@ -42,6 +42,7 @@ struct Traits : paged_sm90::TileConstants {
   static constexpr int kLatentChunkBytes = kBlockN * kLatentChunk;                        // 8 KiB
   static constexpr int kRopeBytesPerRow = kHeadDimQK - kHeadDimV;                         // 64
   static constexpr int kRopeOffset = kLatentChunks * kLatentChunkBytes;                   // 32 KiB
+  static constexpr int kRopeMapColumn = kHeadDimV;  // the RoPE box's first column in the rope map
   static constexpr std::uint32_t kStageBytes = kRopeOffset + kBlockN * kRopeBytesPerRow;  // one page, 36 KiB
   static constexpr int kVtHalfBytes = kVColsPerWarpgroup * kBlockN;                       // 16 KiB
   // P is multiplied by 2^8 before its e4m3 rounding: probabilities down to 2^-14 stay normal

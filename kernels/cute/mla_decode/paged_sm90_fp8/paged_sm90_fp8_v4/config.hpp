@@ -52,6 +52,7 @@ struct Traits : paged_sm90::TileConstants {
   static constexpr int kLatentChunkBytes = kBlockN * kLatentChunk;        // 8 KiB
   static constexpr int kRopeCols = kHeadDimQK - kHeadDimV;                // 64
   static constexpr int kRopeOffset = kLatentChunks * kLatentChunkBytes;   // 32 KiB
+  static constexpr int kRopeMapColumn = 0;  // the rope map spans fp8_token's bf16 RoPE values only
   static constexpr int kRopeBytes = kBlockN * kRopeCols * 2;              // 8 KiB
   static constexpr std::uint32_t kStageBytes = kRopeOffset + kRopeBytes;  // 40 KiB
   static constexpr int kVtHalfBytes = kVColsPerWarpgroup * kBlockN;       // 16 KiB

@@ -91,20 +91,6 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     }
   }
 
-  // Page `page` into staging slot `slot`: four 128-byte x 64-token boxes of latent codes and one
-  // box of the 64 bf16 RoPE values; one thread.
-  CUTE_DEVICE static void load_stage(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map,
-                                     SharedStorage& smem, int slot, int page, int kv_head) {
-    std::uint8_t* stage = smem.stage[slot];
-    FullBarrier::arrive_and_expect_tx(&smem.stage_full[slot], T::kStageBytes);
-    CUTE_UNROLL
-    for (int c = 0; c < T::kLatentChunks; ++c)
-      cute::SM90_TMA_LOAD_4D::copy(kv_map, &smem.stage_full[slot], p.kv_cache_hint,
-                                   stage + c * T::kLatentChunkBytes, c * T::kLatentChunk, kv_head, 0, page);
-    cute::SM90_TMA_LOAD_4D::copy(rope_map, &smem.stage_full[slot], p.kv_cache_hint, stage + T::kRopeOffset, 0,
-                                 kv_head, 0, page);
-  }
-
   // The third warpgroup. Thread 0 issues the loads: page j into slot j % 3 once S and the
   // transpose are done with page j - 3, checked without blocking while it also requantises.
   // All 128 threads then requantise each page as it lands, in place: the piece's reference M
@@ -156,7 +142,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         }
         const int slot = issued % T::kStages;
         smem.stage_valid[slot] = min(kBlockN, next_seqlen - next.blk * kBlockN);
-        load_stage(p, kv_map, rope_map, smem, slot, next_page, kv_head);
+        Base::load_stage(p, kv_map, rope_map, smem, slot, next_page, kv_head);
         ++next.blk;
         settle();
         read_ahead();
