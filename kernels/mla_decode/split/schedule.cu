@@ -148,6 +148,28 @@ __device__ __forceinline__ void store_out<__half>(__half* out, int idx, float4 v
   *reinterpret_cast<uint2*>(out + idx) = packed;
 }
 
+// Four values of a partial row as fp32: vector `vec` of 4 columns (16 bytes in fp32, 8 in out's dtype).
+template <class Partial>
+__device__ __forceinline__ float4 load_partial4(const Partial* row, int vec);
+template <>
+__device__ __forceinline__ float4 load_partial4<float>(const float* row, int vec) {
+  return reinterpret_cast<const float4*>(row)[vec];
+}
+template <>
+__device__ __forceinline__ float4 load_partial4<__nv_bfloat16>(const __nv_bfloat16* row, int vec) {
+  const uint2 bits = reinterpret_cast<const uint2*>(row)[vec];
+  const float2 lo = __bfloat1622float2(reinterpret_cast<const __nv_bfloat162&>(bits.x));
+  const float2 hi = __bfloat1622float2(reinterpret_cast<const __nv_bfloat162&>(bits.y));
+  return float4{lo.x, lo.y, hi.x, hi.y};
+}
+template <>
+__device__ __forceinline__ float4 load_partial4<__half>(const __half* row, int vec) {
+  const uint2 bits = reinterpret_cast<const uint2*>(row)[vec];
+  const float2 lo = __half22float2(reinterpret_cast<const __half2&>(bits.x));
+  const float2 hi = __half22float2(reinterpret_cast<const __half2&>(bits.y));
+  return float4{lo.x, lo.y, hi.x, hi.y};
+}
+
 constexpr int kCombineWarps = 4;
 constexpr int kSplitsInFlight = 8;  // partial rows loaded before the first is used
 // Below this many (row, column slice) warps the GPU holds too few loads in flight: a small batch
@@ -163,7 +185,8 @@ constexpr int kCombineTargetWarps = 1024;
 // A small batch splits each request many ways (b = 1: up to one piece per part), and one warp per
 // item then held too few loads in flight (b1 h128 t4096 on the H200: 24.6 -> 22.1 µs end to end
 // with four). Warps sharing an item add their sums in a fixed order (bitwise repeatable).
-template <class Element, int kSlices, int kWarpsPerItem>
+// Partial: float, or Element when the pieces wrote their rows in out's dtype.
+template <class Element, class Partial, int kSlices, int kWarpsPerItem>
 __global__ void __launch_bounds__(kCombineWarps * 32) split_combine_kernel(CombineArgs a) {
   static_assert(kWarpsPerItem == 1 || kWarpsPerItem == kCombineWarps, "a CTA returns early only as a whole");
   constexpr int kVecs = 4 / kSlices;                 // float4s per lane per partial row
@@ -219,10 +242,9 @@ __global__ void __launch_bounds__(kCombineWarps * 32) split_combine_kernel(Combi
       const bool live = i0 + u < count;
       const int64_t sr = slot_row(share + kWarpsPerItem * (live ? i0 + u : i0));
       piece_lse[u] = live ? a.partials.lse[sr] : -INFINITY;
-      const float4* part =
-          reinterpret_cast<const float4*>(a.partials.out + sr * kHeadDimV + slice * kSliceCols);
+      const Partial* part = static_cast<const Partial*>(a.partials.out) + sr * kHeadDimV + slice * kSliceCols;
 #pragma unroll
-      for (int j = 0; j < kVecs; ++j) v[u][j] = part[j * 32 + lane];
+      for (int j = 0; j < kVecs; ++j) v[u][j] = load_partial4(part, j * 32 + lane);
     }
   };
   const auto add_weighted = [&](float w, const float4(&row)[kVecs]) {
@@ -342,44 +364,42 @@ CombineShape combine_shape(int b, int s_q, int h_q, int pieces_hint) {
   return {slices, pieces_hint > kSplitsInFlight ? kCombineWarps : 1};
 }
 
-template <class Element, int kWarpsPerItem>
-const void* combine_function(int slices) {
-  switch (slices) {
-    case 1:
-      return reinterpret_cast<const void*>(&split_combine_kernel<Element, 1, kWarpsPerItem>);
-    case 2:
-      return reinterpret_cast<const void*>(&split_combine_kernel<Element, 2, kWarpsPerItem>);
-    default:
-      return reinterpret_cast<const void*>(&split_combine_kernel<Element, 4, kWarpsPerItem>);
-  }
-}
-template <class Element>
-const void* combine_function(const CombineShape& c) {
-  return c.warps_per_item == 1 ? combine_function<Element, 1>(c.slices)
-                               : combine_function<Element, kCombineWarps>(c.slices);
-}
-
-template <class Element, int kWarpsPerItem>
-void launch_combine(const CombineArgs& a, const LaunchShape& shape, int slices, cudaStream_t stream) {
-  switch (slices) {
-    case 1:
-      cutelab::launch(split_combine_kernel<Element, 1, kWarpsPerItem>, shape, stream, a);
-      break;
-    case 2:
-      cutelab::launch(split_combine_kernel<Element, 2, kWarpsPerItem>, shape, stream, a);
-      break;
-    default:
-      cutelab::launch(split_combine_kernel<Element, 4, kWarpsPerItem>, shape, stream, a);
-      break;
-  }
-}
-template <class Element>
-void launch_combine(const CombineArgs& a, const LaunchShape& shape, const CombineShape& c,
-                    cudaStream_t stream) {
+// Calls f with the combine kernel of (out dtype, partial format, launch shape).
+template <class Element, class Partial, class F>
+void with_combine_kernel(const CombineShape& c, F&& f) {
+  const auto by_slices = [&]<int kWarpsPerItem>() {
+    switch (c.slices) {
+      case 1:
+        f(split_combine_kernel<Element, Partial, 1, kWarpsPerItem>);
+        break;
+      case 2:
+        f(split_combine_kernel<Element, Partial, 2, kWarpsPerItem>);
+        break;
+      default:
+        f(split_combine_kernel<Element, Partial, 4, kWarpsPerItem>);
+        break;
+    }
+  };
   if (c.warps_per_item == 1)
-    launch_combine<Element, 1>(a, shape, c.slices, stream);
+    by_slices.template operator()<1>();
   else
-    launch_combine<Element, kCombineWarps>(a, shape, c.slices, stream);
+    by_slices.template operator()<kCombineWarps>();
+}
+template <class Element, class F>
+void with_combine_kernel(PartialFormat format, const CombineShape& c, F&& f) {
+  if (format == PartialFormat::out_dtype)
+    with_combine_kernel<Element, Element>(c, f);
+  else
+    with_combine_kernel<Element, float>(c, f);
+}
+template <class F>
+void with_combine_kernel(DType dtype, PartialFormat format, const CombineShape& c, F&& f) {
+  if (dtype == DType::bf16)
+    with_combine_kernel<__nv_bfloat16>(format, c, f);
+  else if (dtype == DType::f16)
+    with_combine_kernel<__half>(format, c, f);
+  else
+    throw UsageError(concat("split combine: unsupported dtype ", dtype_name(dtype)));
 }
 
 }  // namespace
@@ -400,23 +420,22 @@ void launch_split_combine(const CombineArgs& a, cudaStream_t stream) {
   shape.grid = dim3(a.b, (a.h_kv * rows * c.slices + items_per_block - 1) / items_per_block);
   shape.block = dim3(kCombineWarps * 32, 1, 1);
   shape.programmatic_dependent_launch = true;
-  if (a.dtype == DType::bf16)
-    launch_combine<__nv_bfloat16>(a, shape, c, stream);
-  else if (a.dtype == DType::f16)
-    launch_combine<__half>(a, shape, c, stream);
-  else
-    throw UsageError(concat("split combine: unsupported dtype ", dtype_name(a.dtype)));
+  with_combine_kernel(a.dtype, a.partials.format, c,
+                      [&](auto kernel) { cutelab::launch(kernel, shape, stream, a); });
 }
 
-std::vector<FunctionResources> split_kernel_resources(DType dtype, int b, int s_q, int h_q, int pieces_hint) {
+std::vector<FunctionResources> split_kernel_resources(DType dtype, int b, int s_q, int h_q, int pieces_hint,
+                                                      PartialFormat format) {
   const CombineShape c = combine_shape(b, s_q, h_q, pieces_hint);
-  const void* combine =
-      dtype == DType::f16 ? combine_function<__half>(c) : combine_function<__nv_bfloat16>(c);
+  const void* combine = nullptr;
+  with_combine_kernel(dtype == DType::f16 ? DType::f16 : DType::bf16, format, c,
+                      [&](auto kernel) { combine = reinterpret_cast<const void*>(kernel); });
   return {read_resources(reinterpret_cast<const void*>(&split_schedule_kernel), "split_schedule",
                          kScheduleThreads, 0),
           read_resources(combine,
                          concat("split_combine (", c.slices, " column slices, ", c.warps_per_item,
-                                c.warps_per_item == 1 ? " warp" : " warps", " per row slice)"),
+                                c.warps_per_item == 1 ? " warp" : " warps", " per row slice",
+                                format == PartialFormat::out_dtype ? ", partial rows in out's dtype)" : ")"),
                          kCombineWarps * 32, 0)};
 }
 

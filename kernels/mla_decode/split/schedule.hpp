@@ -63,12 +63,19 @@ inline constexpr int kScheduleMaxBatch = 1024;
 
 void launch_split_schedule(const int* seqlens, int b, const SplitSchedule& s, cudaStream_t stream);
 
+// What a split piece writes as its partial row: fp32, or out's dtype. Each row is normalised by
+// its own sum, so in out's dtype its values are out's values: half the bytes written and read
+// back (the partial rows outweigh the KV of a small batch at h_q 128), one more rounding of a
+// split row. A tuning choice of the designs that write both.
+enum class PartialFormat : int { fp32, out_dtype };
+
 // Partial results: slot-major, then kv head, then packed query row (rows_per_head rows), then
-// 512 columns. Natural-log lse; -inf for a piece in which a row saw no key.
+// 512 columns in `format`. Natural-log lse in fp32; -inf for a piece in which a row saw no key.
 struct SplitPartials {
-  float* out = nullptr;  // [2 * num_parts slots, h_kv, rows_per_head, 512]
+  void* out = nullptr;   // [2 * num_parts slots, h_kv, rows_per_head, 512]
   float* lse = nullptr;  // [2 * num_parts slots, h_kv, rows_per_head]
   int rows_per_head = 0;
+  PartialFormat format = PartialFormat::fp32;
 };
 
 struct CombineArgs {
@@ -100,7 +107,7 @@ inline int combine_pieces_hint(int b, int num_parts, int max_blocks, int min_blo
 void launch_split_combine(const CombineArgs& a, cudaStream_t stream);
 
 // The schedule and combine kernels as launched for a batch of b requests, for reports.
-[[nodiscard]] std::vector<FunctionResources> split_kernel_resources(DType dtype, int b, int s_q, int h_q,
-                                                                    int pieces_hint);
+[[nodiscard]] std::vector<FunctionResources> split_kernel_resources(
+    DType dtype, int b, int s_q, int h_q, int pieces_hint, PartialFormat format = PartialFormat::fp32);
 
 }  // namespace cutelab::mla

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,6 +25,7 @@
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v4/api.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/check.hpp"
+#include "cutelab/runtime/registry.hpp"
 #include "kernels/mla_decode/mla_test_util.hpp"
 #include "mla_decode/common/plan_base.hpp"
 #include "mla_decode/common/workspace.hpp"
@@ -39,6 +41,7 @@ struct Version {
   paged_sm90::MainKernel (*main_kernel)(DType);
   KvFormat kv = KvFormat::bf16;  // the cache format its cases use (bf16: the cache in q's dtype)
   MlaArithmetic arithmetic = MlaArithmetic::q_precision;  // what it rounds to e4m3 (tolerances)
+  PartialFormat partials = PartialFormat::fp32;           // what its split pieces write
 };
 
 void PrintTo(const Version& v, std::ostream* os) { *os << v.name; }
@@ -47,7 +50,9 @@ std::vector<Version> versions() {
   return {
       {"paged_sm90_v1", [](DType d) { return paged_sm90_v1::main_kernel(d); }},
       {"paged_sm90_v2", [](DType d) { return paged_sm90_v2::main_kernel(d); }},
-      {"paged_sm90_v3", [](DType d) { return paged_sm90_v3::main_kernel(d); }},
+      {"paged_sm90_v3", [](DType d) { return paged_sm90_v3::main_kernel(d, PartialFormat::fp32); }},
+      {"paged_sm90_v3_p16", [](DType d) { return paged_sm90_v3::main_kernel(d, PartialFormat::out_dtype); },
+       KvFormat::bf16, MlaArithmetic::q_precision, PartialFormat::out_dtype},
       {"paged_sm90_fp8_v1_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v1::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor},
       {"paged_sm90_fp8_v1_fp8_token",
@@ -71,6 +76,7 @@ class MlaDecodeStepPlan : public ::testing::TestWithParam<Version> {
     if (auto mismatch = arch_mismatch({9, 0, true}, device())) GTEST_SKIP() << *mismatch;
   }
   [[nodiscard]] paged_sm90::Runner runner(const MlaDecodeWorkspace& ws, paged_sm90::TuneConfig config = {}) const {
+    config.partials = GetParam().partials;
     return paged_sm90::Runner(validate_args(ws.args(), /*checked=*/false, nullptr, KvFormats::all()),
                               device(), config, GetParam().main_kernel(ws.spec().dtype));
   }
@@ -256,6 +262,31 @@ TEST_P(MlaDecodeStepPlan, RepeatedRunsAreBitwiseIdentical) {
 
 INSTANTIATE_TEST_SUITE_P(PagedSm90, MlaDecodeStepPlan, ::testing::ValuesIn(versions()),
                          [](const auto& info) { return info.param.name; });
+
+// Partial rows in out's dtype are a tuning choice where a version has a main kernel that writes
+// them (v3): its configs name the format and carry it in their params; the other versions offer
+// fp32 rows only. Configs are listed without a device.
+TEST(MlaDecodePartialFormat, OfferedOnlyWhereAMainKernelWritesIt) {
+  const Problem problem = problem_for(make_case(4, 1, 128, 1, false, DType::bf16, {2048, 2048, 2048, 2048}));
+  const DeviceInfo dev;
+  const auto formats = [&](const char* id) {
+    std::map<std::string, int> count;
+    for (const ConfigDesc& c : Registry::instance().find(id).configs(problem, dev)) {
+      const std::string format = c.params.at("partials").get<std::string>();
+      EXPECT_EQ(c.name.ends_with("_p16"), format == "out_dtype") << c.name;
+      ++count[format];
+    }
+    return count;
+  };
+  const std::map<std::string, int> v3 = formats("cute/mla_decode/paged_sm90/v3");
+  EXPECT_GT(v3.at("fp32"), 0);
+  EXPECT_EQ(v3.at("out_dtype"), v3.at("fp32"));  // the same schedule knobs for both
+  for (const char* id : {"cute/mla_decode/paged_sm90/v2", "cute/mla_decode/paged_sm90/v1"}) {
+    const std::map<std::string, int> other = formats(id);
+    EXPECT_EQ(other.count("out_dtype"), 0u) << id;
+    EXPECT_GT(other.at("fp32"), 0) << id;
+  }
+}
 
 }  // namespace
 }  // namespace cutelab::mla

@@ -87,7 +87,9 @@ std::string ptr_text(const void* p) { return concat("0x", std::hex, reinterpret_
 }  // namespace
 
 std::string TuneConfig::name() const {
-  return concat("fo", fixed_overhead_blocks, "_mb", min_blocks_per_part, kv_evict_first ? "_evictfirst" : "_evictnormal");
+  return concat("fo", fixed_overhead_blocks, "_mb", min_blocks_per_part,
+                kv_evict_first ? "_evictfirst" : "_evictnormal",
+                partials == PartialFormat::out_dtype ? "_p16" : "");
 }
 
 StepPlan::StepPlan(const MlaDecodeDims& runner_dims, int num_parts, int rows_per_head)
@@ -129,7 +131,11 @@ std::vector<int> StepPlan::planned_blocks(cudaStream_t stream) const {
 Runner::Runner(const MlaDecodeDims& d, const DeviceInfo& dev, const TuneConfig& c, MainKernel main)
     : dims_(d), config_(c), main_(main) {
   CUTELAB_REQUIRE(main_.function != nullptr, "this design has no main kernel for ", dtype_name(d.dtype),
-                  " q with the KV format asked for (the decoder API asks for a cache in q's dtype)");
+                  " q with the KV format asked for (the decoder API asks for a cache in q's dtype)",
+                  c.partials == PartialFormat::out_dtype ? " writing partial rows in out's dtype" : "");
+  CUTELAB_REQUIRE(main_.partials == c.partials, main_.name,
+                  ": the main kernel writes other partial rows than the "
+                  "config names");
   CUTELAB_REQUIRE(d.dtype == DType::bf16 || d.dtype == DType::f16, main_.name, ": dtype must be bf16 or f16, got ",
                   dtype_name(d.dtype));
   CUTELAB_REQUIRE(!main_.fp8_format || d.dtype == DType::bf16, main_.name,
@@ -245,9 +251,10 @@ PreparedCall Runner::prepare(const StepPlan& plan, const MlaDecodeArgs& args, bo
   p.schedule.fixed_overhead_blocks = config_.fixed_overhead_blocks;
   p.schedule.min_blocks_per_part = config_.min_blocks_per_part;
   p.schedule.reuse_error = static_cast<int*>(plan.error_flag_.data());
-  p.partials.out = static_cast<float*>(plan.partial_out_.data());
+  p.partials.out = plan.partial_out_.data();  // sized for fp32 rows, the larger format
   p.partials.lse = static_cast<float*>(plan.partial_lse_.data());
   p.partials.rows_per_head = m_tiles_ * kBlockM;
+  p.partials.format = main_.partials;
   return PreparedCall{p, make_kv_maps(args, call, main_.fp8_swizzled), call, args.out.data};
 }
 
@@ -275,7 +282,8 @@ std::vector<FunctionResources> Runner::resources() const {
       read_resources(main_.function, main_.name, main_.block_threads, main_.shared_bytes)};
   for (FunctionResources& r : split_kernel_resources(
            dims_.dtype, dims_.b, dims_.s_q, dims_.h_q,
-           combine_pieces_hint(dims_.b, num_parts_, dims_.max_blocks, config_.min_blocks_per_part)))
+           combine_pieces_hint(dims_.b, num_parts_, dims_.max_blocks, config_.min_blocks_per_part),
+           main_.partials))
     out.push_back(std::move(r));
   return out;
 }

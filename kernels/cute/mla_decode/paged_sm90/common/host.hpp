@@ -30,6 +30,8 @@ struct TuneConfig {
   int fixed_overhead_blocks = 8;  // schedule: cost of a request piece beyond its KV blocks
   bool kv_evict_first = true;     // L2 hint on streamed KV tiles
   int min_blocks_per_part = 1;    // schedule: shortest part (small batches: fewer partials)
+  // Split pieces' partial rows in fp32 or in out's dtype (the versions with a main kernel for it).
+  PartialFormat partials = PartialFormat::fp32;
 
   [[nodiscard]] std::string name() const;
 };
@@ -57,6 +59,7 @@ struct MainKernel {
   void (*launch)(const Params&, const KvMaps&, dim3 grid, cudaStream_t) = nullptr;
   std::optional<KvFormat> fp8_format;  // empty: it reads a cache in q's dtype
   bool fp8_swizzled = false;           // swizzled FP8 boxes (its tensor cores read them; KvMaps)
+  PartialFormat partials = PartialFormat::fp32;  // what its split pieces write
 };
 
 // The plan of one decode step: the split schedule of its lengths and the scratch its split

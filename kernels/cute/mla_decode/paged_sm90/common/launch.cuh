@@ -39,7 +39,8 @@ void launch_main(const Params& p, const KvMaps& maps, dim3 grid, cudaStream_t st
 // `fp8_format`: the FP8 cache the kernel reads (none: q's dtype); `fp8_swizzled`: MainKernel's.
 template <class Traits, auto kKernel>
 [[nodiscard]] MainKernel make_main_kernel(const char* name, std::optional<KvFormat> fp8_format = {},
-                                          bool fp8_swizzled = false) {
+                                          bool fp8_swizzled = false,
+                                          PartialFormat partials = PartialFormat::fp32) {
   return {name,
           reinterpret_cast<const void*>(kKernel),
           sizeof(typename Traits::SharedStorage),
@@ -47,7 +48,8 @@ template <class Traits, auto kKernel>
           &set_attributes<Traits, kKernel>,
           &launch_main<Traits, kKernel>,
           fp8_format,
-          fp8_swizzled};
+          fp8_swizzled,
+          partials};
 }
 
 }  // namespace cutelab::mla::paged_sm90

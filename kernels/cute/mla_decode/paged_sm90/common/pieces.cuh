@@ -213,13 +213,40 @@ CUTE_DEVICE void zero_v_tail(typename Traits::Element* tile, int valid, int wg,
   cutlass::arch::NamedBarrier::sync(128, warpgroup_barrier);
 }
 
+// Stores row r0 + 8 * h of this thread's accumulators (times `inv`) at dst (the row's column
+// col_base) in Element. A quad holds columns 2t, 2t + 1 (t = lane % 4) of each 8-column group.
+// Lanes t and t ^ 1 swap one pair so that each writes four adjacent columns (8 bytes): the even
+// lane of group k, the odd lane of group k + 1. A warp's store then fills whole 32-byte sectors
+// (pair by pair, half of each sector came from another instruction: 2x the L2 sectors and the
+// largest stall of short pieces, measured). Every lane shuffles, live row or not.
+template <class Element, class FragO>
+CUTE_DEVICE void store_row_sectors(Element* dst, const FragO& tOrO, int h, float inv, bool live) {
+  const bool odd = threadIdx.x & 1;
+  CUTE_UNROLL
+  for (int i = 2 * h; i < cute::size(tOrO); i += 8) {  // groups k = i >> 2 and k + 1
+    const cute::array<Element, 2> a{static_cast<Element>(tOrO(i) * inv),
+                                    static_cast<Element>(tOrO(i + 1) * inv)};
+    const cute::array<Element, 2> b{static_cast<Element>(tOrO(i + 4) * inv),
+                                    static_cast<Element>(tOrO(i + 5) * inv)};
+    const uint32_t a_bits = reinterpret_cast<const uint32_t&>(a),
+                   b_bits = reinterpret_cast<const uint32_t&>(b);
+    const uint32_t got = __shfl_xor_sync(0xffffffffu, odd ? a_bits : b_bits, 1);
+    const int group = (i >> 2) + (odd ? 1 : 0);
+    if (live)
+      *reinterpret_cast<uint2*>(dst + 8 * group + (odd ? -2 : 0)) =
+          odd ? make_uint2(got, b_bits) : make_uint2(a_bits, got);
+  }
+}
+
 // Writes one warpgroup's O columns [col_base, col_base + N) of a finished piece. Accumulator
 // register i holds row r0 + 8 * ((i >> 1) & 1), column col_base + (i & 1) + 8 * (i >> 2).
 // `row_max` is in log2 units of the scaled logits; `row_sum` the complete sum of the row's
 // probabilities. A row that saw no key gets lse +inf as a final result, -inf (weight 0) as a
 // partial; its output is 0 either way. `out_scale` multiplies the output (an FP8 cache's
-// per-tensor scale, which the tile's values leave out).
-template <class Element, int kHeadDimV, int kBlockM, class FragO>
+// per-tensor scale, which the tile's values leave out). A split request's piece writes its
+// partial row in kPartials (p.partials.format says the same to the combine).
+template <class Element, int kHeadDimV, int kBlockM, PartialFormat kPartials = PartialFormat::fp32,
+          class FragO>
 CUTE_DEVICE void write_piece(const Params& p, int req, int kv_head, int m_tile, int part, int r0,
                              int col_base, bool writes_lse, const float (&row_max)[2],
                              const float (&row_sum)[2], const FragO& tOrO, float out_scale = 1.f) {
@@ -242,38 +269,28 @@ CUTE_DEVICE void write_piece(const Params& p, int req, int kv_head, int m_tile, 
   for (int h = 0; h < 2; ++h) {
     const int packed = m_tile * kBlockM + r0 + 8 * h;
     if (!split) {
-      // A quad holds columns 2t, 2t + 1 (t = lane % 4) of each 8-column group. Lanes t and t ^ 1
-      // swap one pair so that each writes four adjacent columns (8 bytes): the even lane of
-      // group k, the odd lane of group k + 1. A warp's store then fills whole 32-byte sectors
-      // (pair by pair, half of each sector came from another instruction: 2x the L2 sectors and
-      // the largest stall of short pieces, measured). Every lane shuffles, live row or not.
       int s = 0, head = 0;
       row_coords(p, min(packed, p.rows_per_head - 1), kv_head, s, head);
       Element* dst = static_cast<Element*>(p.out) +
                      ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * kHeadDimV + col_base;
-      const bool odd = threadIdx.x & 1;
       const bool live = packed < p.rows_per_head;
-      CUTE_UNROLL
-      for (int i = 2 * h; i < cute::size(tOrO); i += 8) {  // groups k = i >> 2 and k + 1
-        const cute::array<Element, 2> a{static_cast<Element>(tOrO(i) * inv[h]),
-                                        static_cast<Element>(tOrO(i + 1) * inv[h])};
-        const cute::array<Element, 2> b{static_cast<Element>(tOrO(i + 4) * inv[h]),
-                                        static_cast<Element>(tOrO(i + 5) * inv[h])};
-        const uint32_t a_bits = reinterpret_cast<const uint32_t&>(a),
-                       b_bits = reinterpret_cast<const uint32_t&>(b);
-        const uint32_t got = __shfl_xor_sync(0xffffffffu, odd ? a_bits : b_bits, 1);
-        const int group = (i >> 2) + (odd ? 1 : 0);
-        if (live)
-          *reinterpret_cast<uint2*>(dst + 8 * group + (odd ? -2 : 0)) =
-              odd ? make_uint2(got, b_bits) : make_uint2(a_bits, got);
-      }
+      store_row_sectors(dst, tOrO, h, inv[h], live);
       if (live && writes_lse) p.lse[(static_cast<int64_t>(req) * p.h_q + head) * p.s_q + s] = lse[h];
+      continue;
+    }
+    if constexpr (kPartials == PartialFormat::out_dtype) {
+      const int64_t slot_row =
+          (static_cast<int64_t>(slot) * p.h_kv + kv_head) * p.partials.rows_per_head + packed;
+      const bool live = packed < p.rows_per_head;
+      store_row_sectors(static_cast<Element*>(p.partials.out) + slot_row * kHeadDimV + col_base, tOrO, h,
+                        inv[h], live);
+      if (live && writes_lse) p.partials.lse[slot_row] = lse[h];
       continue;
     }
     if (packed >= p.rows_per_head) continue;
     {
       const int64_t slot_row = (static_cast<int64_t>(slot) * p.h_kv + kv_head) * p.partials.rows_per_head + packed;
-      float* dst = p.partials.out + slot_row * kHeadDimV + col_base;
+      float* dst = static_cast<float*>(p.partials.out) + slot_row * kHeadDimV + col_base;
       CUTE_UNROLL
       for (int i = 2 * h; i < cute::size(tOrO); i += 4)  // i and i + 1: adjacent columns
         *reinterpret_cast<float2*>(dst + 8 * (i >> 2)) = make_float2(tOrO(i) * inv[h], tOrO(i + 1) * inv[h]);

@@ -5,6 +5,7 @@
 //   struct Version {
 //     static KernelId id();  static std::string summary();
 //     static paged_sm90::MainKernel main_kernel(DType, KvFormat);  // function null: not served
+//       (or main_kernel(DType, KvFormat, PartialFormat): also split pieces in out's dtype)
 //     static constexpr int kRegistersPerSm;   // registers one CTA needs (after setmaxnreg, if any)
 //     static constexpr int kThreads, kStages;
 //     static constexpr int kMinBlocksPerPart[N];  // the schedule's shortest-part values to tune over
@@ -22,6 +23,20 @@
 
 namespace cutelab::mla::paged_sm90 {
 
+// A version's main kernel for (dtype, KV format, partial rows); function null when not served. A
+// version that writes partial rows in out's dtype has main_kernel(DType, KvFormat, PartialFormat).
+template <class Version>
+[[nodiscard]] MainKernel main_kernel_for(DType dtype, KvFormat kv, PartialFormat partials) {
+  if constexpr (requires { Version::main_kernel(dtype, kv, partials); })
+    return Version::main_kernel(dtype, kv, partials);
+  else
+    return partials == PartialFormat::fp32 ? Version::main_kernel(dtype, kv) : MainKernel{};
+}
+
+[[nodiscard]] inline const char* partial_format_name(PartialFormat f) {
+  return f == PartialFormat::out_dtype ? "out_dtype" : "fp32";
+}
+
 template <class Version>
 struct PlanConfig {
   TuneConfig tune;
@@ -29,13 +44,19 @@ struct PlanConfig {
   [[nodiscard]] std::string name() const { return tune.name(); }
   // The inverse of to_json (a ConfigDesc's params).
   [[nodiscard]] static PlanConfig from_json(const nlohmann::json& j) {
+    // "partials" is absent from configs written before it existed: fp32, what they ran.
+    const std::string partials = j.value("partials", std::string("fp32"));
+    if (partials != "fp32" && partials != "out_dtype")
+      throw UsageError(concat("partials \"", partials, "\": expected \"fp32\" or \"out_dtype\""));
     return PlanConfig{TuneConfig{j.at("fixed_overhead_blocks").get<int>(), j.at("kv_evict_first").get<bool>(),
-                                 j.at("min_blocks_per_part").get<int>()}};
+                                 j.at("min_blocks_per_part").get<int>(),
+                                 partials == "out_dtype" ? PartialFormat::out_dtype : PartialFormat::fp32}};
   }
   [[nodiscard]] nlohmann::json to_json() const {
     return {{"fixed_overhead_blocks", tune.fixed_overhead_blocks},
             {"kv_evict_first", tune.kv_evict_first},
             {"min_blocks_per_part", tune.min_blocks_per_part},
+            {"partials", partial_format_name(tune.partials)},
             {"block_m", kBlockM},
             {"threads", Version::kThreads},
             {"stages", Version::kStages}};
@@ -43,9 +64,12 @@ struct PlanConfig {
   [[nodiscard]] std::optional<std::string> validate(const MlaDecodeProblem& p, const DeviceInfo& dev) const {
     if (p.dtype != DType::bf16 && p.dtype != DType::f16)
       return concat("dtype ", dtype_name(p.dtype), " is not supported (bf16, f16)");
-    const MainKernel main = Version::main_kernel(p.dtype, p.kv_format);
-    if (main.function == nullptr)
+    if (main_kernel_for<Version>(p.dtype, p.kv_format, PartialFormat::fp32).function == nullptr)
       return concat("reads no ", kv_format_name(p.kv_format), " KV cache with ", dtype_name(p.dtype), " q");
+    const MainKernel main = main_kernel_for<Version>(p.dtype, p.kv_format, tune.partials);
+    if (main.function == nullptr)
+      return concat("writes no partial rows in out's dtype (partials ", partial_format_name(tune.partials),
+                    ")");
     const std::size_t smem = main.shared_bytes;
     if (smem > dev.smem_per_block_optin)
       return concat("needs ", smem, " B of shared memory per block, the device allows ", dev.smem_per_block_optin);
@@ -72,7 +96,7 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
     return MlaArithmetic::q_precision;
   }
   [[nodiscard]] bool reads_cache_in_q_dtype() const override {
-    return Version::main_kernel(DType::bf16, KvFormat::bf16).function != nullptr;
+    return main_kernel_for<Version>(DType::bf16, KvFormat::bf16, PartialFormat::fp32).function != nullptr;
   }
   [[nodiscard]] std::unique_ptr<Decoder> make_decoder(const DecoderShape& shape, const ConfigDesc& config,
                                                       const DeviceInfo& dev) const override {
@@ -83,17 +107,22 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
     dims.h_kv = shape.h_kv;
     dims.dtype = shape.dtype;
     const KvFormat kv = shape.dtype == DType::f16 ? KvFormat::f16 : KvFormat::bf16;
+    const TuneConfig tune = Config::from_json(config.params).tune;
     return std::make_unique<RunnerDecoder>(
-        Runner(dims, dev, Config::from_json(config.params).tune, Version::main_kernel(shape.dtype, kv)));
+        Runner(dims, dev, tune, main_kernel_for<Version>(shape.dtype, kv, tune.partials)));
   }
 
  protected:
-  [[nodiscard]] std::vector<Config> make_configs(const MlaDecodeProblem&, const DeviceInfo&) const override {
+  [[nodiscard]] std::vector<Config> make_configs(const MlaDecodeProblem& p,
+                                                 const DeviceInfo&) const override {
     std::vector<Config> configs;
-    for (bool evict_first : {true, false})
-      for (int fixed : {2, 8})
-        for (int min_blocks : Version::kMinBlocksPerPart)
-          configs.push_back(Config{TuneConfig{fixed, evict_first, min_blocks}});
+    for (PartialFormat partials : {PartialFormat::fp32, PartialFormat::out_dtype}) {
+      if (main_kernel_for<Version>(p.dtype, p.kv_format, partials).function == nullptr) continue;
+      for (bool evict_first : {true, false})
+        for (int fixed : {2, 8})
+          for (int min_blocks : Version::kMinBlocksPerPart)
+            configs.push_back(Config{TuneConfig{fixed, evict_first, min_blocks, partials}});
+    }
     return configs;
   }
 
@@ -104,8 +133,8 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
     // Checked once here (reads seqlens and block ids); the launch path itself never syncs.
     // Every format here; the Runner refuses a cache its main kernel does not read.
     const MlaDecodeDims dims = checked_dims(ws, nullptr, KvFormats::all());
-    auto runner =
-        std::make_shared<const Runner>(dims, dev, c.tune, Version::main_kernel(dims.dtype, dims.kv_format));
+    auto runner = std::make_shared<const Runner>(
+        dims, dev, c.tune, main_kernel_for<Version>(dims.dtype, dims.kv_format, c.tune.partials));
     std::shared_ptr<StepPlan> step = runner->make_step_plan();
     const TensorView seqlens = ws.seqlens.view();
     runner->plan_step(*step, seqlens, nullptr);

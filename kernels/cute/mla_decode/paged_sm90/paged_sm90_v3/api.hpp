@@ -7,9 +7,9 @@
 
 namespace cutelab::mla::paged_sm90_v3 {
 
-// Defined per element type in instantiations/.
-template <class Element>
+// Defined per element type and partial-row format in instantiations/.
+template <class Element, PartialFormat kPartials>
 [[nodiscard]] paged_sm90::MainKernel main_kernel();
-[[nodiscard]] paged_sm90::MainKernel main_kernel(DType dtype);
+[[nodiscard]] paged_sm90::MainKernel main_kernel(DType dtype, PartialFormat partials);
 
 }  // namespace cutelab::mla::paged_sm90_v3

@@ -22,7 +22,8 @@ using FullBarrier = cutlass::arch::ClusterTransactionBarrier;  // TMA bytes of o
 using SignalBarrier = cutlass::arch::ClusterBarrier;           // mbarrier: release on arrive, acquire on wait
 using NamedBarrier = cutlass::arch::NamedBarrier;
 
-template <class T>
+// kPartials: what split pieces write (fp32, or out's dtype: half the partial bytes).
+template <class T, PartialFormat kPartials>
 struct Kernel {
   static_assert(T::kStages == 2 && T::kWarpgroups == 2);
   using Element = typename T::Element;
@@ -237,7 +238,7 @@ struct Kernel {
         paged_sm90::read_piece_state(smem, piece, r0, run_max, row_sum);
       }
       // Opaque row and column: their addresses are made here, not kept live through the piece.
-      paged_sm90::write_piece<Element, T::kHeadDimV, kBlockM>(
+      paged_sm90::write_piece<Element, T::kHeadDimV, kBlockM, kPartials>(
           p, sm90::opaque(req), kv_head(), m_tile(), blockIdx.y, sm90::opaque(r0),
           kWG * T::kVColsPerWarpgroup + sm90::opaque(col0), kOwner && col0 == 0, run_max, row_sum, tOrO);
       ++piece;
@@ -245,11 +246,11 @@ struct Kernel {
   }
 };
 
-template <class T>
+template <class T, PartialFormat kPartials>
 __global__ void __launch_bounds__(T::kThreads, 1)
     paged_sm90_v3_kernel(const __grid_constant__ Params params, const __grid_constant__ CUtensorMap kv_map) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  Kernel<T>::run(params, &kv_map);
+  Kernel<T, kPartials>::run(params, &kv_map);
 #endif
 }
 

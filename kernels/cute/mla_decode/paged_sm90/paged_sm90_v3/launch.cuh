@@ -7,10 +7,11 @@
 
 namespace cutelab::mla::paged_sm90_v3 {
 
-template <class Element>
+template <class Element, PartialFormat kPartials>
 paged_sm90::MainKernel main_kernel() {
   using T = Traits<Element>;
-  return paged_sm90::make_main_kernel<T, &paged_sm90_v3_kernel<T>>("paged_sm90_v3");
+  return paged_sm90::make_main_kernel<T, &paged_sm90_v3_kernel<T, kPartials>>("paged_sm90_v3", {}, false,
+                                                                              kPartials);
 }
 
 }  // namespace cutelab::mla::paged_sm90_v3

@@ -15,8 +15,9 @@ struct Version {
     return "2 warpgroups: one owns S and the softmax of every page, P V split by O columns; a two-page ring "
            "consumed page by page, refilled once both have read it; split-KV on the GPU";
   }
-  static paged_sm90::MainKernel main_kernel(DType dtype, KvFormat kv) {
-    return paged_sm90::same_as_q(dtype, kv) ? paged_sm90_v3::main_kernel(dtype) : paged_sm90::MainKernel{};
+  static paged_sm90::MainKernel main_kernel(DType dtype, KvFormat kv, PartialFormat partials) {
+    return paged_sm90::same_as_q(dtype, kv) ? paged_sm90_v3::main_kernel(dtype, partials)
+                                            : paged_sm90::MainKernel{};
   }
   static constexpr int kRegistersPerSm = T::kThreads * 255;  // no setmaxnreg: __launch_bounds__(256, 1)
   static constexpr int kThreads = T::kThreads;
