@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -285,6 +286,19 @@ TEST(MlaDecodePartialFormat, OfferedOnlyWhereAMainKernelWritesIt) {
     const std::map<std::string, int> other = formats(id);
     EXPECT_EQ(other.count("out_dtype"), 0u) << id;
     EXPECT_GT(other.at("fp32"), 0) << id;
+  }
+  // A cache v3 does not read: its fp32 configs are listed and refused with the reason.
+  MlaDecodeCase fp8 = make_case(4, 1, 128, 1, false, DType::bf16, {2048, 2048, 2048, 2048});
+  fp8.kv_format = KvFormat::fp8_tensor;
+  const Problem fp8_problem = problem_for(fp8);
+  const KernelPlan& v3_plan = Registry::instance().find("cute/mla_decode/paged_sm90/v3");
+  const std::vector<ConfigDesc> fp8_configs = v3_plan.configs(fp8_problem, dev);
+  ASSERT_FALSE(fp8_configs.empty());
+  for (const ConfigDesc& c : fp8_configs) {
+    EXPECT_EQ(c.params.at("partials").get<std::string>(), "fp32") << c.name;
+    const std::optional<std::string> why = v3_plan.validate(fp8_problem, c, dev);
+    ASSERT_TRUE(why.has_value()) << c.name;
+    EXPECT_THAT(*why, HasSubstr("reads no fp8_tensor KV cache")) << c.name;
   }
 }
 

@@ -117,7 +117,11 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
                                                  const DeviceInfo&) const override {
     std::vector<Config> configs;
     for (PartialFormat partials : {PartialFormat::fp32, PartialFormat::out_dtype}) {
-      if (main_kernel_for<Version>(p.dtype, p.kv_format, partials).function == nullptr) continue;
+      // fp32 rows always (validate() names what a version cannot run); 16-bit rows where a main
+      // kernel writes them.
+      if (partials == PartialFormat::out_dtype &&
+          main_kernel_for<Version>(p.dtype, p.kv_format, partials).function == nullptr)
+        continue;
       for (bool evict_first : {true, false})
         for (int fixed : {2, 8})
           for (int min_blocks : Version::kMinBlocksPerPart)
