@@ -3,6 +3,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cuda/functional>
@@ -150,24 +152,20 @@ __device__ __forceinline__ void store_out<__half>(__half* out, int idx, float4 v
 
 // Four values of a partial row as fp32: vector `vec` of 4 columns (16 bytes in fp32, 8 in out's dtype).
 template <class Partial>
-__device__ __forceinline__ float4 load_partial4(const Partial* row, int vec);
-template <>
-__device__ __forceinline__ float4 load_partial4<float>(const float* row, int vec) {
-  return reinterpret_cast<const float4*>(row)[vec];
-}
-template <>
-__device__ __forceinline__ float4 load_partial4<__nv_bfloat16>(const __nv_bfloat16* row, int vec) {
-  const uint2 bits = reinterpret_cast<const uint2*>(row)[vec];
-  const float2 lo = __bfloat1622float2(reinterpret_cast<const __nv_bfloat162&>(bits.x));
-  const float2 hi = __bfloat1622float2(reinterpret_cast<const __nv_bfloat162&>(bits.y));
-  return float4{lo.x, lo.y, hi.x, hi.y};
-}
-template <>
-__device__ __forceinline__ float4 load_partial4<__half>(const __half* row, int vec) {
-  const uint2 bits = reinterpret_cast<const uint2*>(row)[vec];
-  const float2 lo = __half22float2(reinterpret_cast<const __half2&>(bits.x));
-  const float2 hi = __half22float2(reinterpret_cast<const __half2&>(bits.y));
-  return float4{lo.x, lo.y, hi.x, hi.y};
+__device__ __forceinline__ float4 load_partial4(const Partial* row, int vec) {
+  if constexpr (std::is_same_v<Partial, float>) {
+    return reinterpret_cast<const float4*>(row)[vec];
+  } else {
+    const uint2 bits = reinterpret_cast<const uint2*>(row)[vec];
+    const auto widen = [](uint32_t pair) {
+      if constexpr (std::is_same_v<Partial, __nv_bfloat16>)
+        return __bfloat1622float2(reinterpret_cast<const __nv_bfloat162&>(pair));
+      else
+        return __half22float2(reinterpret_cast<const __half2&>(pair));
+    };
+    const float2 lo = widen(bits.x), hi = widen(bits.y);
+    return float4{lo.x, lo.y, hi.x, hi.y};
+  }
 }
 
 constexpr int kCombineWarps = 4;
