@@ -302,5 +302,29 @@ TEST(MlaDecodePartialFormat, OfferedOnlyWhereAMainKernelWritesIt) {
   }
 }
 
+// v3 loads a Q tile as one TMA box of whole query tokens: a 64-row tile that would start inside a
+// query token's heads (48 heads per KV head, s_q 2) is refused with the reason; v2, which loads Q
+// row by row, serves it; 3 heads per KV head with s_q 2 (6 rows, one tile) is served by both.
+TEST(MlaDecodeQTile, V3RefusesTilesThatStartInsideAQueryToken) {
+  DeviceInfo dev;  // an H200's limits, as far as validate() asks
+  dev.cc_major = 9;
+  dev.sm_count = 132;
+  dev.regs_per_sm = 65536;
+  dev.smem_per_block_optin = 232448;
+  const KernelPlan& v3 = Registry::instance().find("cute/mla_decode/paged_sm90/v3");
+  const KernelPlan& v2 = Registry::instance().find("cute/mla_decode/paged_sm90/v2");
+  const Problem across = problem_for(make_case(2, 2, 96, 2, false, DType::bf16, {300, 700}));
+  for (const ConfigDesc& c : v3.configs(across, dev)) {
+    const std::optional<std::string> why = v3.validate(across, c, dev);
+    ASSERT_TRUE(why.has_value()) << c.name;
+    EXPECT_THAT(*why, HasSubstr("h_q / h_kv = 48 with s_q = 2")) << c.name;
+  }
+  for (const ConfigDesc& c : v2.configs(across, dev))
+    EXPECT_FALSE(v2.validate(across, c, dev).has_value()) << c.name;
+  const Problem small = problem_for(make_case(2, 2, 12, 4, true, DType::bf16, {33, 200}));
+  for (const ConfigDesc& c : v3.configs(small, dev))
+    EXPECT_FALSE(v3.validate(small, c, dev).has_value()) << c.name;
+}
+
 }  // namespace
 }  // namespace cutelab::mla

@@ -29,8 +29,8 @@ constexpr CUtensorMapL2promotion kKvPromotion = CU_TENSOR_MAP_L2_PROMOTION_L2_12
 // as their own (64, h_kv, 64, pages) map; `swizzled` (the K-major operands of FP8 wgmma): `kv`
 // boxes of 128 bytes x 64 tokens with the 128-byte swizzle for the latent bytes, `rope` boxes of
 // 64 bytes x 64 tokens with the 64-byte swizzle for fp8_tensor's RoPE bytes, or fp8_token's bf16
-// RoPE values as above with the 128-byte swizzle.
-KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call, bool swizzled) {
+// RoPE values as above with the 128-byte swizzle. `q_map`: also q's map (KvMaps::q).
+KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call, bool swizzled, bool q_map) {
   const std::uint64_t heads = call.h_kv, tokens = kPageSize,
                       pages = static_cast<std::uint64_t>(call.num_blocks);
   const std::array<std::uint32_t, 4> box{64u, 1u, static_cast<std::uint32_t>(tokens), 1u};
@@ -38,11 +38,21 @@ KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call, bool s
   if (call.kv_format == KvFormat::bf16 || call.kv_format == KvFormat::f16) {
     const std::uint64_t elem = dtype_size(call.dtype);
     const std::uint64_t cols = kHeadDimQK;
-    maps.kv = sm90::make_tiled_tensor_map<4>(
-        call.dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        args.kv_cache.data, {cols, heads, tokens, pages},
-        {cols * elem, heads * cols * elem, tokens * heads * cols * elem}, box, CU_TENSOR_MAP_SWIZZLE_128B,
-        kKvPromotion);
+    const CUtensorMapDataType type =
+        call.dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    maps.kv = sm90::make_tiled_tensor_map<4>(type, args.kv_cache.data, {cols, heads, tokens, pages},
+                                             {cols * elem, heads * cols * elem, tokens * heads * cols * elem},
+                                             box, CU_TENSOR_MAP_SWIZZLE_128B, kKvPromotion);
+    if (q_map) {
+      const int heads_per_kv = call.h_q / call.h_kv;
+      const QBox qb = q_box(heads_per_kv);
+      const std::uint64_t hpk = static_cast<std::uint64_t>(heads_per_kv);
+      maps.q = sm90::make_tiled_tensor_map<4>(
+          type, args.q.data, {cols, hpk, heads, static_cast<std::uint64_t>(call.b) * call.s_q},
+          {cols * elem, hpk * cols * elem, static_cast<std::uint64_t>(call.h_q) * cols * elem},
+          {64u, static_cast<std::uint32_t>(qb.heads), 1u, static_cast<std::uint32_t>(qb.tokens)},
+          CU_TENSOR_MAP_SWIZZLE_128B, kKvPromotion);
+    }
     return maps;
   }
   const std::uint64_t entry = static_cast<std::uint64_t>(kv_entry_bytes(call.kv_format));
@@ -150,6 +160,10 @@ Runner::Runner(const MlaDecodeDims& d, const DeviceInfo& dev, const TuneConfig& 
                   " must be at least 1");
   CUTELAB_REQUIRE(c.fixed_overhead_blocks >= 0, main_.name, ": fixed_overhead_blocks = ", c.fixed_overhead_blocks,
                   " is negative");
+  CUTELAB_REQUIRE(!main_.q_map || q_box_tiles_exactly(d.h_q / d.h_kv, d.s_q), main_.name,
+                  ": loads each 64-row Q tile as one TMA box of whole query tokens, which needs h_q / h_kv ",
+                  "dividing 64 or a multiple of 64, or s_q * h_q / h_kv <= 64; got h_q / h_kv = ",
+                  d.h_q / d.h_kv, " with s_q = ", d.s_q);
   m_tiles_ = ceil_div(d.s_q * (d.h_q / d.h_kv), kBlockM);
   // One CTA per SM: the grid is (KV heads x M tiles) x parts.
   num_parts_ = std::max(1, dev.sm_count / (d.h_kv * m_tiles_));
@@ -255,7 +269,7 @@ PreparedCall Runner::prepare(const StepPlan& plan, const MlaDecodeArgs& args, bo
   p.partials.lse = static_cast<float*>(plan.partial_lse_.data());
   p.partials.rows_per_head = m_tiles_ * kBlockM;
   p.partials.format = main_.partials;
-  return PreparedCall{p, make_kv_maps(args, call, main_.fp8_swizzled), call, args.out.data};
+  return PreparedCall{p, make_kv_maps(args, call, main_.fp8_swizzled, main_.q_map), call, args.out.data};
 }
 
 void Runner::launch(const PreparedCall& call, cudaStream_t stream) const {

@@ -41,10 +41,13 @@ struct TuneConfig {
 // fp8_token's bf16 RoPE values (64 x 64 tokens, unswizzled). FP8 read by FP8 tensor cores
 // (MainKernel::fp8_swizzled): `kv` boxes of 128 latent bytes x 64 tokens, 128-byte swizzle,
 // `rope` boxes of the 64 RoPE bytes x 64 tokens, 64-byte swizzle (fp8_token: its 64 bf16 RoPE
-// values x 64 tokens, 128-byte swizzle). Unused maps stay zero.
+// values x 64 tokens, 128-byte swizzle). `q` (MainKernel::q_map): q as (576 columns, heads of a KV
+// head, KV heads, query tokens), boxes of 64 columns x paged_sm90::q_box, 128-byte swizzle. Unused
+// maps stay zero.
 struct KvMaps {
   CUtensorMap kv{};
   CUtensorMap rope{};
+  CUtensorMap q{};
 };
 
 // One version's main kernel for one element type (and, for FP8 designs, one cache format). It is launched as
@@ -60,6 +63,7 @@ struct MainKernel {
   std::optional<KvFormat> fp8_format;  // empty: it reads a cache in q's dtype
   bool fp8_swizzled = false;           // swizzled FP8 boxes (its tensor cores read them; KvMaps)
   PartialFormat partials = PartialFormat::fp32;  // what its split pieces write
+  bool q_map = false;                            // loads Q tiles by TMA: takes KvMaps::q as its second map
 };
 
 // The plan of one decode step: the split schedule of its lengths and the scratch its split

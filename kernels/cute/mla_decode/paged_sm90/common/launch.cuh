@@ -17,13 +17,14 @@ void set_attributes() {
   set_dynamic_smem(kKernel, sizeof(typename Traits::SharedStorage));
 }
 
-// A main kernel takes (Params, kv map) or, the FP8 designs, (Params, kv map, rope map).
+// A main kernel takes (Params, kv map) or (Params, kv map, second map): the FP8 designs' rope map,
+// or the q map of a design that loads Q tiles by TMA (kQMap).
 template <class... Args>
 constexpr int map_count(void (*)(Params, Args...)) {
   return sizeof...(Args);
 }
 
-template <class Traits, auto kKernel>
+template <class Traits, auto kKernel, bool kQMap>
 void launch_main(const Params& p, const KvMaps& maps, dim3 grid, cudaStream_t stream) {
   LaunchShape shape;
   shape.grid = grid;
@@ -31,13 +32,14 @@ void launch_main(const Params& p, const KvMaps& maps, dim3 grid, cudaStream_t st
   shape.dynamic_smem = sizeof(typename Traits::SharedStorage);
   shape.programmatic_dependent_launch = true;  // the kernel waits for the schedule itself
   if constexpr (map_count(kKernel) == 2)
-    cutelab::launch(kKernel, shape, stream, p, maps.kv, maps.rope);
+    cutelab::launch(kKernel, shape, stream, p, maps.kv, kQMap ? maps.q : maps.rope);
   else
     cutelab::launch(kKernel, shape, stream, p, maps.kv);
 }
 
-// `fp8_format`: the FP8 cache the kernel reads (none: q's dtype); `fp8_swizzled`: MainKernel's.
-template <class Traits, auto kKernel>
+// `fp8_format`: the FP8 cache the kernel reads (none: q's dtype); `fp8_swizzled`, kQMap: MainKernel's
+// fp8_swizzled and q_map.
+template <class Traits, auto kKernel, bool kQMap = false>
 [[nodiscard]] MainKernel make_main_kernel(const char* name, std::optional<KvFormat> fp8_format = {},
                                           bool fp8_swizzled = false,
                                           PartialFormat partials = PartialFormat::fp32) {
@@ -46,10 +48,11 @@ template <class Traits, auto kKernel>
           sizeof(typename Traits::SharedStorage),
           Traits::kThreads,
           &set_attributes<Traits, kKernel>,
-          &launch_main<Traits, kKernel>,
+          &launch_main<Traits, kKernel, kQMap>,
           fp8_format,
           fp8_swizzled,
-          partials};
+          partials,
+          kQMap};
 }
 
 }  // namespace cutelab::mla::paged_sm90

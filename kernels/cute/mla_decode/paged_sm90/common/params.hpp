@@ -7,6 +7,20 @@
 
 namespace cutelab::mla::paged_sm90 {
 
+// A Q tile loaded by TMA (v3) is one box of the q map (576 columns, heads of one KV head, KV heads,
+// query tokens of the batch): `heads` consecutive heads of `tokens` consecutive query tokens, packed
+// rows in the kernels' order (token-major). It covers a 64-row tile exactly when the heads per KV head
+// divide 64 or are a multiple of it, or when a request has at most 64 packed rows.
+struct QBox {
+  int heads, tokens;
+};
+__host__ __device__ inline QBox q_box(int heads_per_kv) {
+  return heads_per_kv >= 64 ? QBox{64, 1} : QBox{heads_per_kv, 64 / heads_per_kv};
+}
+inline bool q_box_tiles_exactly(int heads_per_kv, int s_q) {
+  return heads_per_kv % 64 == 0 || 64 % heads_per_kv == 0 || s_q * heads_per_kv <= 64;
+}
+
 struct Params {
   const void* q = nullptr;          // [b, s_q, h_q, 576]
   void* out = nullptr;              // [b, s_q, h_q, 512]

@@ -138,6 +138,22 @@ CUTE_DEVICE void load_q_tile(const Params& p, typename Traits::Element* q_smem, 
   cutlass::arch::fence_view_async_shared();  // cp.async writes, then wgmma reads
 }
 
+// Reads this thread's RoPE operand of the RS Q K^T (register order as load_q_tile's) from a Q tile's
+// RoPE columns staged in a P tile (K-major, the layout a TMA box of 64 rows x 64 columns writes).
+template <class Traits, class FragRope>
+CUTE_DEVICE void read_rope_operand(const typename Traits::Element* staged, FragRope& tSrQRope, int r0,
+                                   int col0) {
+  using namespace cute;
+  Tensor sR = make_tensor(make_smem_ptr(staged), typename Traits::SmemLayoutP{});  // (BLK_M,64)
+  CUTE_UNROLL
+  for (int i = 0; i < size(tSrQRope); i += 2) {  // column pairs: adjacent in the swizzled layout
+    const int r = r0 + 8 * ((i >> 1) & 1), c = col0 + 8 * (i >> 2);
+    const auto pair = *reinterpret_cast<const cute::array<typename Traits::Element, 2>*>(&sR(r, c));
+    tSrQRope(i) = pair[0];
+    tSrQRope(i + 1) = pair[1];
+  }
+}
+
 // Stores this thread's P (the RS operand, accumulator order) into the K-major P tile for another
 // warpgroup's SS wgmma. Element pairs (columns c, c + 1) are adjacent in the swizzled layout: one
 // 4-byte store each.

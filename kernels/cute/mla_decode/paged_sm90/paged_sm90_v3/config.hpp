@@ -7,7 +7,11 @@
 // for warpgroup 0) and multiplies that P tile from shared memory into O[:, 256:512]; warpgroup 0 multiplies
 // the published P into O[:, 0:256]. The two KV buffers are a ring consumed page by page: page g
 // sits in buffer g % 2, and once both warpgroups have finished reading it, warpgroup 0 refills
-// the buffer with page g + 2, so a whole page's time is always there for the next load.
+// the buffer with page g + 2, so a whole page's time is always there for the next load. The same
+// thread loads each piece's Q tile by TMA once warpgroup 0 has finished the previous piece's pages
+// (its RoPE columns into the free P tile the piece's first page will use; warpgroup 1 takes them
+// into registers from there): the load runs under both warpgroups' epilogues instead of starting
+// the piece with a round trip to memory.
 
 #include <cstdint>
 
@@ -44,6 +48,8 @@ struct Traits : paged_sm90::TileConstants,
     float final_max[2][kBlockM];    // a piece's running max (log2 units) and row sum, by piece parity
     float final_sum[2][kBlockM];
     alignas(8) std::uint64_t kv_ready[kStages][kNumChunks];  // TMA bytes of one chunk landed
+    alignas(8) std::uint64_t q_ready;                        // TMA bytes of a piece's Q tile landed
+    int page_req[kStages];  // request of the page loaded into buffer s (-1: none); the loading thread's own
     // Warpgroup 1 published P and the scales of buffer s's page: its 128 threads arrive.
     alignas(8) std::uint64_t p_ready[kStages];
     // Both warpgroups finished reading buffer s (their P V waited): 256 arrivals.
@@ -55,7 +61,7 @@ struct Traits : paged_sm90::TileConstants,
   };
 
   // Named barriers (ids after CUTLASS's reserved ones): one per warpgroup, for its own threads
-  // (Q tile loaded, V tail zeroed).
+  // (RoPE operand read, V tail zeroed).
   enum Barrier : std::uint32_t { kWarpgroupSync = 1 };
 };
 

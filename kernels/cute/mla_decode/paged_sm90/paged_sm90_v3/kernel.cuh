@@ -32,11 +32,13 @@ struct Kernel {
   static constexpr int kBlockN = T::kBlockN;
   static constexpr int kSteps = T::kQKStepsPerChunk;
 
-  CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map) {
+  CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* q_map) {
     extern __shared__ __align__(1024) char smem_raw[];
     auto& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
     if (threadIdx.x == 0) {
       cute::prefetch_tma_descriptor(kv_map);
+      cute::prefetch_tma_descriptor(q_map);
+      FullBarrier::init(&smem.q_ready, 1);
       for (int s = 0; s < T::kStages; ++s) {
         for (int c = 0; c < T::kNumChunks; ++c) FullBarrier::init(&smem.kv_ready[s][c], 1);
         SignalBarrier::init(&smem.p_ready[s], 128);
@@ -52,9 +54,9 @@ struct Kernel {
     const PartInfo part = p.schedule.parts[blockIdx.y];
     __syncthreads();
     if (threadIdx.x < 128)
-      consume<0>(p, kv_map, smem, part);
+      consume<0>(p, kv_map, q_map, smem, part);
     else
-      consume<1>(p, kv_map, smem, part);
+      consume<1>(p, kv_map, q_map, smem, part);
   }
 
   // Loads page `page` into buffer `buf`, chunk by chunk; one thread.
@@ -69,10 +71,28 @@ struct Kernel {
     }
   }
 
+  // Loads the Q tile of request `req` (this CTA's M tile and KV head): its 512 latent columns into
+  // smem.q, its 64 RoPE columns into P tile `p_buf`; one thread. Rows past the request's packed
+  // rows hold whatever q has there (zeros past its end): their results are never stored.
+  CUTE_DEVICE static void load_q(const Params& p, const CUtensorMap* q_map, SharedStorage& smem, int req,
+                                 int kv_head, int m_tile, int p_buf) {
+    const paged_sm90::QBox box = paged_sm90::q_box(p.heads_per_kv);
+    const int packed0 = m_tile * kBlockM;
+    const int head0 = packed0 % p.heads_per_kv, token0 = req * p.s_q + packed0 / p.heads_per_kv;
+    const auto hint = static_cast<std::uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);  // read once
+    FullBarrier::arrive_and_expect_tx(&smem.q_ready, box.heads * box.tokens * 128 * T::kNumChunks);
+    CUTE_UNROLL
+    for (int c = 0; c < T::kLatentChunks; ++c)
+      cute::SM90_TMA_LOAD_4D::copy(q_map, &smem.q_ready, hint, smem.q.data() + c * kBlockM * T::kChunk,
+                                   c * T::kChunk, head0, kv_head, token0);
+    cute::SM90_TMA_LOAD_4D::copy(q_map, &smem.q_ready, hint, smem.p[p_buf].data(),
+                                 T::kLatentChunks * T::kChunk, head0, kv_head, token0);
+  }
+
   // Warpgroup 1 (kWG = 1): S, softmax, P, O[:, 256:512]. Warpgroup 0: O[:, 0:256] and the loads.
   template <int kWG>
-  CUTE_DEVICE static void consume(const Params& p, const CUtensorMap* kv_map, SharedStorage& smem,
-                                  const PartInfo& part) {
+  CUTE_DEVICE static void consume(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* q_map,
+                                  SharedStorage& smem, const PartInfo& part) {
     using namespace cute;
     constexpr bool kOwner = kWG == 1;  // owns S and the softmax
     const auto kv_head = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
@@ -109,12 +129,14 @@ struct Kernel {
     paged_sm90::PageCursor next = walk.start(0);
     int next_page = walk.page_id(next);
     const auto load_next = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {
+      smem.page_req[buf] = walk.valid(next) ? next.req : -1;
       if (walk.valid(next)) load_page(p, kv_map, smem, buf, next_page, kv_head());
       walk.advance(next, 0);
       next_page = walk.page_id(next);
     };
     if constexpr (!kOwner) {
       if (elected) {
+        if (walk.valid(next)) load_q(p, q_map, smem, next.req, kv_head(), m_tile(), 0);
         load_next(0);
         load_next(1);
       }
@@ -193,10 +215,11 @@ struct Kernel {
       clear(tOrO);
 
       if constexpr (kOwner) {
-        // Q tile and this warpgroup's RoPE operand: only this warpgroup reads Q, and its previous
-        // piece's Q K^T has been waited on.
-        paged_sm90::load_q_tile<T>(p, sm90::opaque(smem.q.data()), req, kv_head(), m_tile(), wg_thread, 128,
-                                   sm90::opaque(r0), col0, tSrQRope);
+        // The piece's Q tile, loaded by warpgroup 0; the RoPE operand from P tile g % 2, which this
+        // piece's first P overwrites once every thread has read it.
+        FullBarrier::wait(&smem.q_ready, piece & 1);
+        paged_sm90::read_rope_operand<T>(smem.p[g & 1].data(), tSrQRope, sm90::opaque(r0),
+                                         sm90::opaque(col0));
         NamedBarrier::sync(128, T::kWarpgroupSync + kWG);
 
         int limit[2];  // keys visible to rows r0 and r0 + 8
@@ -238,6 +261,10 @@ struct Kernel {
             load_next(buf);
           }
         }
+        // The piece's last Q K^T is done (its P was published), and both P V of the page before it:
+        // Q and the P tile of the next piece's first page g are free for the next piece's Q tile.
+        if (elected && smem.page_req[g & 1] >= 0)
+          load_q(p, q_map, smem, smem.page_req[g & 1], kv_head(), m_tile(), g & 1);
         paged_sm90::read_piece_state(smem, piece, r0, run_max, row_sum);
       }
       // Opaque row and column: their addresses are made here, not kept live through the piece.
@@ -251,9 +278,10 @@ struct Kernel {
 
 template <class T, PartialFormat kPartials>
 __global__ void __launch_bounds__(T::kThreads, 1)
-    paged_sm90_v3_kernel(const __grid_constant__ Params params, const __grid_constant__ CUtensorMap kv_map) {
+    paged_sm90_v3_kernel(const __grid_constant__ Params params, const __grid_constant__ CUtensorMap kv_map,
+                         const __grid_constant__ CUtensorMap q_map) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  Kernel<T, kPartials>::run(params, &kv_map);
+  Kernel<T, kPartials>::run(params, &kv_map, &q_map);
 #endif
 }
 

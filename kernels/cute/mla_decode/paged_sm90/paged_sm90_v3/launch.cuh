@@ -10,8 +10,8 @@ namespace cutelab::mla::paged_sm90_v3 {
 template <class Element, PartialFormat kPartials>
 paged_sm90::MainKernel main_kernel() {
   using T = Traits<Element>;
-  return paged_sm90::make_main_kernel<T, &paged_sm90_v3_kernel<T, kPartials>>("paged_sm90_v3", {}, false,
-                                                                              kPartials);
+  return paged_sm90::make_main_kernel<T, &paged_sm90_v3_kernel<T, kPartials>, true>("paged_sm90_v3", {},
+                                                                                    false, kPartials);
 }
 
 }  // namespace cutelab::mla::paged_sm90_v3
