@@ -45,7 +45,7 @@ KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call, bool s
                                              box, CU_TENSOR_MAP_SWIZZLE_128B, kKvPromotion);
     if (q_map) {
       const int heads_per_kv = call.h_q / call.h_kv;
-      const QBox qb = q_box(heads_per_kv);
+      const QBox qb = q_box(heads_per_kv, call.s_q);
       const std::uint64_t hpk = static_cast<std::uint64_t>(heads_per_kv);
       maps.q = sm90::make_tiled_tensor_map<4>(
           type, args.q.data, {cols, hpk, heads, static_cast<std::uint64_t>(call.b) * call.s_q},

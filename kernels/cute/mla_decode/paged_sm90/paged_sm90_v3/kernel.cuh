@@ -73,10 +73,10 @@ struct Kernel {
 
   // Loads the Q tile of request `req` (this CTA's M tile and KV head): its 512 latent columns into
   // smem.q, its 64 RoPE columns into P tile `p_buf`; one thread. Rows past the request's packed
-  // rows hold whatever q has there (zeros past its end): their results are never stored.
+  // rows hold whatever they held or q has there: their results are never stored.
   CUTE_DEVICE static void load_q(const Params& p, const CUtensorMap* q_map, SharedStorage& smem, int req,
                                  int kv_head, int m_tile, int p_buf) {
-    const paged_sm90::QBox box = paged_sm90::q_box(p.heads_per_kv);
+    const paged_sm90::QBox box = paged_sm90::q_box(p.heads_per_kv, p.s_q);
     const int packed0 = m_tile * kBlockM;
     const int head0 = packed0 % p.heads_per_kv, token0 = req * p.s_q + packed0 / p.heads_per_kv;
     const auto hint = static_cast<std::uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);  // read once
