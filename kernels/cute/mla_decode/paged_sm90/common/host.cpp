@@ -96,6 +96,14 @@ std::string ptr_text(const void* p) { return concat("0x", std::hex, reinterpret_
 
 }  // namespace
 
+std::optional<std::string> q_tile_refusal(int heads_per_kv, int s_q) {
+  if (heads_per_kv % 64 == 0 || 64 % heads_per_kv == 0 || s_q * heads_per_kv <= 64) return std::nullopt;
+  return concat(
+      "loads each 64-row Q tile as one TMA box of whole query tokens, which needs h_q / h_kv "
+      "dividing 64 or a multiple of 64, or s_q * h_q / h_kv <= 64; got h_q / h_kv = ",
+      heads_per_kv, " with s_q = ", s_q);
+}
+
 std::string TuneConfig::name() const {
   return concat("fo", fixed_overhead_blocks, "_mb", min_blocks_per_part,
                 kv_evict_first ? "_evictfirst" : "_evictnormal",
@@ -160,10 +168,10 @@ Runner::Runner(const MlaDecodeDims& d, const DeviceInfo& dev, const TuneConfig& 
                   " must be at least 1");
   CUTELAB_REQUIRE(c.fixed_overhead_blocks >= 0, main_.name, ": fixed_overhead_blocks = ", c.fixed_overhead_blocks,
                   " is negative");
-  CUTELAB_REQUIRE(!main_.q_map || q_box_tiles_exactly(d.h_q / d.h_kv, d.s_q), main_.name,
-                  ": loads each 64-row Q tile as one TMA box of whole query tokens, which needs h_q / h_kv ",
-                  "dividing 64 or a multiple of 64, or s_q * h_q / h_kv <= 64; got h_q / h_kv = ",
-                  d.h_q / d.h_kv, " with s_q = ", d.s_q);
+  if (main_.q_map) {
+    const std::optional<std::string> why = q_tile_refusal(d.h_q / d.h_kv, d.s_q);
+    CUTELAB_REQUIRE(!why, main_.name, ": ", why.value_or(""));
+  }
   m_tiles_ = ceil_div(d.s_q * (d.h_q / d.h_kv), kBlockM);
   // One CTA per SM: the grid is (KV heads x M tiles) x parts.
   num_parts_ = std::max(1, dev.sm_count / (d.h_kv * m_tiles_));

@@ -93,6 +93,11 @@ class StepPlan {
   DeviceBuffer parts_, requests_, partial_out_, partial_lse_, error_flag_;
 };
 
+// Why a design that loads Q tiles by TMA (MainKernel::q_map) cannot serve a shape, or nothing: a
+// box of whole query tokens covers a 64-row tile exactly when the heads per KV head divide 64 or
+// are a multiple of it, or when a request has at most 64 packed rows.
+[[nodiscard]] std::optional<std::string> q_tile_refusal(int heads_per_kv, int s_q);
+
 // Whether `kv` is the cache in q's dtype (what the bf16/f16 versions read).
 [[nodiscard]] inline bool same_as_q(DType dtype, KvFormat kv) {
   return (dtype == DType::bf16 && kv == KvFormat::bf16) || (dtype == DType::f16 && kv == KvFormat::f16);

@@ -10,9 +10,8 @@ namespace cutelab::mla::paged_sm90 {
 // A Q tile loaded by TMA (v3) is one box of the q map (576 columns, heads of one KV head, KV heads,
 // query tokens of the batch): `heads` consecutive heads of `tokens` consecutive query tokens, packed
 // rows in the kernels' order (token-major), no more tokens than a request has (a tile of fewer rows
-// leaves the rest of the 64 unread: those rows' results are never stored). It covers a 64-row tile
-// exactly when the heads per KV head divide 64 or are a multiple of it, or when a request has at
-// most 64 packed rows.
+// leaves the rest of the 64 unread: those rows' results are never stored). Which shapes that
+// covers: q_tile_refusal (host.hpp).
 struct QBox {
   int heads, tokens;
 };
@@ -20,9 +19,6 @@ __host__ __device__ inline QBox q_box(int heads_per_kv, int s_q) {
   if (heads_per_kv >= 64) return QBox{64, 1};
   const int tokens = 64 / heads_per_kv;
   return QBox{heads_per_kv, tokens < s_q ? tokens : s_q};
-}
-inline bool q_box_tiles_exactly(int heads_per_kv, int s_q) {
-  return heads_per_kv % 64 == 0 || 64 % heads_per_kv == 0 || s_q * heads_per_kv <= 64;
 }
 
 struct Params {

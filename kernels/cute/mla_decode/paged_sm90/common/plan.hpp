@@ -70,11 +70,8 @@ struct PlanConfig {
     if (main.function == nullptr)
       return concat("writes no partial rows in out's dtype (partials ", partial_format_name(tune.partials),
                     ")");
-    if (main.q_map && p.h_kv > 0 && p.h_q % p.h_kv == 0 && !q_box_tiles_exactly(p.h_q / p.h_kv, p.s_q))
-      return concat(
-          "loads each 64-row Q tile as one TMA box of whole query tokens, which needs h_q / h_kv "
-          "dividing 64 or a multiple of 64, or s_q * h_q / h_kv <= 64; got h_q / h_kv = ",
-          p.h_q / p.h_kv, " with s_q = ", p.s_q);
+    if (main.q_map && p.h_kv > 0 && p.h_q % p.h_kv == 0)
+      if (std::optional<std::string> why = q_tile_refusal(p.h_q / p.h_kv, p.s_q)) return why;
     const std::size_t smem = main.shared_bytes;
     if (smem > dev.smem_per_block_optin)
       return concat("needs ", smem, " B of shared memory per block, the device allows ", dev.smem_per_block_optin);
