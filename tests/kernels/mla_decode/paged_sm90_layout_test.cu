@@ -5,6 +5,7 @@
 
 #include <cute/tensor.hpp>
 
+#include "cute/mla_decode/paged_sm90/common/pieces.cuh"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v1/config.hpp"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v2/config.hpp"
 
@@ -148,6 +149,30 @@ TEST(PagedSm90V2Layout, SharedLayoutsAndStorage) {
       ASSERT_EQ(tOcP(coord), a(i)) << "thread " << t << " reg " << i;
     }
   }
+}
+
+// store_p's stmatrix steps: in step j, lane l addresses row l % 8 of matrix m = l / 8, whose
+// fragment (register pair i = 4 (j + m / 2) + 2 (m % 2) of each thread) covers warp rows 8 (m % 2)
+// to + 7 and columns 8 (j + m / 2) to + 7; its 16 bytes must be where the CuTe layout (swizzle on
+// byte offsets) keeps that row's 8 columns.
+TEST(PagedSm90PTile, MatrixStoreRowsAreTheLayoutsRows) {
+  using T2 = paged_sm90_v2::Traits<cute::bfloat16_t>;
+  auto pl = typename T2::SmemLayoutP{}.layout_b();
+  const auto swizzle = typename T2::SmemLayoutP{}.layout_a();
+  for (int warp = 0; warp < 4; ++warp)
+    for (int lane = 0; lane < 32; ++lane)
+      for (int j = 0; j < 8; j += 2) {
+        const int m = lane / 8, row = warp * 16 + (m % 2) * 8 + lane % 8, group = j + m / 2;
+        const int i = 4 * group + 2 * (m % 2);  // the register pair the kernel puts in matrix m
+        ASSERT_EQ((i >> 1) & 1, m % 2);
+        ASSERT_EQ(i >> 2, group);
+        const int offset = paged_sm90::p_matrix_row_offset(warp * 16, lane, j);
+        for (int e = 0; e < 8; ++e)
+          ASSERT_EQ(static_cast<int>(swizzle(pl(row, 8 * group + e) * 2)), offset + 2 * e)
+              << "warp " << warp << " lane " << lane << " step " << j << " column " << e;
+        ASSERT_EQ(offset,
+                  paged_sm90::p_matrix_row_offset(warp * 16, lane, 0) ^ (j << 4));  // the kernel's form
+      }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // piece (final output or split partial).
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 
@@ -13,6 +14,7 @@
 #include <cute/tensor.hpp>
 
 #include "cute/mla_decode/paged_sm90/common/params.hpp"
+#include "cute/mla_decode/paged_sm90/common/traits.hpp"
 #include "cutelab/device/fast_math.cuh"
 
 namespace cutelab::mla::paged_sm90 {
@@ -154,21 +156,40 @@ CUTE_DEVICE void read_rope_operand(const typename Traits::Element* staged, FragR
   }
 }
 
+// stmatrix step j (column groups j and j + 1, j even) of the warp whose 16 accumulator rows start at
+// warp_row0: lane l addresses row l % 8 of 8x8 matrix m = l / 8, which is (rows 0-7 or 8-15) x
+// (group j or j + 1). The byte offset of that row's 16 bytes in the P tile (K-major, 128-byte
+// swizzle from a 1024-byte-aligned base: group g of row r is 16-byte unit g ^ (r % 8)). For even j
+// it is the offset of step 0 with bits 5-6 flipped by j (host-tested against the CuTe layout).
+CUTE_HOST_DEVICE int p_matrix_row_offset(int warp_row0, int lane, int j) {
+  const int m = lane >> 3, row = warp_row0 + ((m & 1) << 3) + (lane & 7);
+  return row * 128 + ((((j + (m >> 1)) ^ row) & 7) << 4);
+}
+
 // Stores this thread's P (the RS operand, accumulator order) into the K-major P tile for another
-// warpgroup's SS wgmma. Element pairs (columns c, c + 1) are adjacent in the swizzled layout: one
-// 4-byte store each.
+// warpgroup's SS wgmma: four stmatrix.x4, whose 8x8 fragments are the accumulator's (lane l holds
+// row l / 4, columns 2 (l % 4) and + 1 of each): 16 generic 4-byte stores with their swizzle
+// arithmetic were ~100 instructions more on the S owner's path between S and P.
 template <class Traits, class FragP>
-CUTE_DEVICE void store_p(typename Traits::Element* p_smem, const FragP& tOrP, int r0, int col0) {
-  using namespace cute;
+CUTE_DEVICE void store_p(typename Traits::Element* p_smem, const FragP& tOrP, int warp_row0, int lane) {
   using Element = typename Traits::Element;
-  Tensor sP = make_tensor(make_smem_ptr(p_smem), typename Traits::SmemLayoutP{});  // (BLK_M,BLK_N)
+  static_assert(
+      std::is_same_v<typename Traits::SmemLayoutP, typename TwoWarpgroupTypes<Element>::SmemLayoutP>,
+      "p_matrix_row_offset is the 64 x 64 K-major 128-byte-swizzled P tile");
+  const std::uint32_t row = cute::cast_smem_ptr_to_uint(p_smem) + p_matrix_row_offset(warp_row0, lane, 0);
   CUTE_UNROLL
-  for (int i = 0; i < size(tOrP); i += 2) {
-    const int r = r0 + 8 * ((i >> 1) & 1), c = col0 + 8 * (i >> 2);
-    __nv_bfloat162 pair;  // same bits for half_t: only moved, never converted
-    reinterpret_cast<Element*>(&pair)[0] = tOrP(i);
-    reinterpret_cast<Element*>(&pair)[1] = tOrP(i + 1);
-    *reinterpret_cast<std::uint32_t*>(&sP(r, c)) = *reinterpret_cast<const std::uint32_t*>(&pair);
+  for (int j = 0; j < 8; j += 2) {
+    std::uint32_t frag[4];
+    CUTE_UNROLL
+    for (int m = 0; m < 4; ++m) {  // (rows 0-7, group j), (8-15, j), (0-7, j + 1), (8-15, j + 1)
+      const int i = 4 * (j + (m >> 1)) + 2 * (m & 1);
+      __nv_bfloat162 pair;  // same bits for half_t: only moved, never converted
+      reinterpret_cast<Element*>(&pair)[0] = tOrP(i);
+      reinterpret_cast<Element*>(&pair)[1] = tOrP(i + 1);
+      frag[m] = *reinterpret_cast<const std::uint32_t*>(&pair);
+    }
+    asm volatile("stmatrix.sync.aligned.x4.m8n8.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(row ^ (j << 4)),
+                 "r"(frag[0]), "r"(frag[1]), "r"(frag[2]), "r"(frag[3]));
   }
   cutlass::arch::fence_view_async_shared();  // generic stores, then the other warpgroup's wgmma reads
 }
@@ -335,13 +356,15 @@ CUTE_DEVICE void softmax_page(FragS& tSrS, FragP& tOrP, int key0, int col0, bool
                               const int (&limit)[2], float scale_log2, float (&run_max)[2],
                               float (&row_sum)[2], float (&scale)[2]) {
   using Element = typename FragP::value_type;
+  // Only a piece's last page or two mask: a branch, not 64 selects on every page.
+  if (needs_mask) {
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(tSrS); ++i)
+      if (key0 + col0 + (i & 1) + 8 * (i >> 2) >= limit[(i >> 1) & 1]) tSrS(i) = -INFINITY;
+  }
   float page_max[2] = {-INFINITY, -INFINITY};
   CUTE_UNROLL
-  for (int i = 0; i < cute::size(tSrS); ++i) {
-    const int h = (i >> 1) & 1;
-    if (needs_mask && key0 + col0 + (i & 1) + 8 * (i >> 2) >= limit[h]) tSrS(i) = -INFINITY;
-    page_max[h] = fmaxf(page_max[h], tSrS(i));
-  }
+  for (int i = 0; i < cute::size(tSrS); ++i) page_max[(i >> 1) & 1] = fmaxf(page_max[(i >> 1) & 1], tSrS(i));
   float base[2];
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {

@@ -4,7 +4,7 @@
 //
 // Two warpgroups, no producer warp. Warpgroup 1 owns S = Q K^T and the softmax of every page:
 // it publishes P (bf16) and the rows' rescale factors in shared memory (one-way: it never waits
-// for warpgroup 0) and multiplies that P tile from shared memory into O[:, 256:512]; warpgroup 0 multiplies
+// for warpgroup 0) and multiplies its P from registers into O[:, 256:512]; warpgroup 0 multiplies
 // the published P into O[:, 0:256]. The two KV buffers are a ring consumed page by page: page g
 // sits in buffer g % 2, and once both warpgroups have finished reading it, warpgroup 0 refills
 // the buffer with page g + 2, so a whole page's time is always there for the next load. The same

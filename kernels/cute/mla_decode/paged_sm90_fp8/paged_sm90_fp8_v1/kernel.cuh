@@ -327,7 +327,7 @@ struct Kernel {
     const auto scale_o = [&](const float(&s)[2])
                              CUTLASS_LAMBDA_FUNC_INLINE { paged_sm90::scale_rows(tOrO, s); };
     const auto store_p = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
-      paged_sm90::store_p<T>(smem.p.data(), tOrP, sm90::opaque(r0), sm90::opaque(col0));
+      paged_sm90::store_p<T>(smem.p.data(), tOrP, sm90::opaque((wg_thread / 32) * 16), sm90::opaque(lane));
     };
 
     paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
