@@ -98,8 +98,8 @@ TEST(PagedSm90V1Layout, SharedStorageFitsHopper) {
 }
 
 // paged_sm90 v2 keeps v1's K/V tile layouts and adds P tiles (the SS A operand of the other
-// warpgroup's P V) written element-pairwise from accumulator registers, Q's RoPE part in
-// registers, and KV column groups whose V halves are exactly one warpgroup's columns.
+// warpgroup's P V) written from accumulator registers (stmatrix: PagedSm90PTile below), Q's RoPE
+// part in registers, and KV column groups whose V halves are exactly one warpgroup's columns.
 TEST(PagedSm90V2Layout, SharedLayoutsAndStorage) {
   using T2 = paged_sm90_v2::Traits<cute::bfloat16_t>;
   EXPECT_LE(sizeof(typename T2::SharedStorage), 232448u);  // sm_90 opt-in limit per block
@@ -116,7 +116,7 @@ TEST(PagedSm90V2Layout, SharedLayoutsAndStorage) {
   EXPECT_EQ(T2::group_end(0) * T2::kChunk, T2::kVColsPerWarpgroup);
   EXPECT_EQ(T2::group_begin(1), T2::group_end(0));
   EXPECT_EQ(T2::group_end(1), T2::kNumChunks);
-  // P register pairs (columns c, c + 1, c even) are stored as one 4-byte word.
+  // P register pairs (columns c, c + 1, c even) are adjacent: one 32-bit stmatrix fragment register.
   auto pl = typename T2::SmemLayoutP{}.layout_b();
   for (int r = 0; r < T2::kBlockM; ++r)
     for (int c = 0; c < T2::kBlockN; c += 2) ASSERT_EQ(pl(r, c + 1), pl(r, c) + 1);
