@@ -11,6 +11,7 @@
 
 #include <cutlass/arch/barrier.h>
 #include <cute/arch/copy_sm80.hpp>
+#include <cute/arch/copy_sm90.hpp>
 #include <cute/tensor.hpp>
 
 #include "cute/mla_decode/paged_sm90/common/params.hpp"
@@ -176,7 +177,8 @@ CUTE_DEVICE void store_p(typename Traits::Element* p_smem, const FragP& tOrP, in
   static_assert(
       std::is_same_v<typename Traits::SmemLayoutP, typename TwoWarpgroupTypes<Element>::SmemLayoutP>,
       "p_matrix_row_offset is the 64 x 64 K-major 128-byte-swizzled P tile");
-  const std::uint32_t row = cute::cast_smem_ptr_to_uint(p_smem) + p_matrix_row_offset(warp_row0, lane, 0);
+  char* const tile = reinterpret_cast<char*>(p_smem);
+  const int row = p_matrix_row_offset(warp_row0, lane, 0);
   CUTE_UNROLL
   for (int j = 0; j < 8; j += 2) {
     std::uint32_t frag[4];
@@ -188,8 +190,8 @@ CUTE_DEVICE void store_p(typename Traits::Element* p_smem, const FragP& tOrP, in
       reinterpret_cast<Element*>(&pair)[1] = tOrP(i + 1);
       frag[m] = *reinterpret_cast<const std::uint32_t*>(&pair);
     }
-    asm volatile("stmatrix.sync.aligned.x4.m8n8.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(row ^ (j << 4)),
-                 "r"(frag[0]), "r"(frag[1]), "r"(frag[2]), "r"(frag[3]));
+    cute::SM90_U32x4_STSM_N::copy(frag[0], frag[1], frag[2], frag[3],
+                                  *reinterpret_cast<cute::uint128_t*>(tile + (row ^ (j << 4))));
   }
   cutlass::arch::fence_view_async_shared();  // generic stores, then the other warpgroup's wgmma reads
 }
