@@ -231,12 +231,11 @@ __global__ void __launch_bounds__(kCombineWarps * 32) split_combine_kernel(Combi
   float4 acc[kVecs] = {};
   float sum = 0.f;
   const int count = (rs.num_splits - share + kWarpsPerItem - 1) / kWarpsPerItem;  // this warp's pieces
-  // This warp's pieces i0 .. i0 + kSplitsInFlight - 1: their lse values (-inf past the last) and
-  // partial rows, all loads issued before any is used.
-  const auto load_group = [&](int i0, float(&piece_lse)[kSplitsInFlight],
-                              float4(&v)[kSplitsInFlight][kVecs]) {
+  // This warp's pieces i0 .. i0 + kGroup - 1: their lse values (-inf past the last) and partial
+  // rows, all loads issued before any is used.
+  const auto load_group = [&]<int kGroup>(int i0, float(&piece_lse)[kGroup], float4(&v)[kGroup][kVecs]) {
 #pragma unroll
-    for (int u = 0; u < kSplitsInFlight; ++u) {
+    for (int u = 0; u < kGroup; ++u) {
       const bool live = i0 + u < count;
       const int64_t sr = slot_row(share + kWarpsPerItem * (live ? i0 + u : i0));
       piece_lse[u] = live ? a.partials.lse[sr] : -INFINITY;
@@ -272,15 +271,21 @@ __global__ void __launch_bounds__(kCombineWarps * 32) split_combine_kernel(Combi
     for (int k = lane; k < rs.num_splits; k += 32) max_lse = fmaxf(max_lse, a.partials.lse[slot_row(k)]);
     for (int offset = 16; offset > 0; offset /= 2)
       max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, offset));
-    if (max_lse != -INFINITY) {
-      for (int i0 = 0; i0 < count; i0 += kSplitsInFlight) {
-        float piece_lse[kSplitsInFlight];
-        float4 v[kSplitsInFlight][kVecs];
-        load_group(i0, piece_lse, v);
+    // Whole groups of kSplitsInFlight, then the rest in pairs: a request of two pieces used to
+    // load and weight eight rows, six of them with weight 0 (b64 s4 h128 causal: 6.8M -> 3.5M
+    // instructions, 15.6 -> 12.4 µs in Nsight Compute). The same sums in the same order.
+    const auto weigh_group = [&]<int kGroup>(int i0) {
+      float piece_lse[kGroup];
+      float4 v[kGroup][kVecs];
+      load_group.template operator()<kGroup>(i0, piece_lse, v);
 #pragma unroll
-        for (int u = 0; u < kSplitsInFlight; ++u)
-          add_weighted(__expf(piece_lse[u] - max_lse), v[u]);  // 0 past the last
-      }
+      for (int u = 0; u < kGroup; ++u) add_weighted(__expf(piece_lse[u] - max_lse), v[u]);  // 0 past the last
+    };
+    if (max_lse != -INFINITY) {
+      int i0 = 0;
+      for (; i0 + kSplitsInFlight <= count; i0 += kSplitsInFlight)
+        weigh_group.template operator()<kSplitsInFlight>(i0);
+      for (; i0 < count; i0 += 2) weigh_group.template operator()<2>(i0);
     }
   } else {
     // Few rows (latency-bound: a small batch): one round trip a group, the lse values and the
@@ -289,7 +294,7 @@ __global__ void __launch_bounds__(kCombineWarps * 32) split_combine_kernel(Combi
     for (int i0 = 0; i0 < count; i0 += kSplitsInFlight) {
       float piece_lse[kSplitsInFlight];
       float4 v[kSplitsInFlight][kVecs];
-      load_group(i0, piece_lse, v);
+      load_group.template operator()<kSplitsInFlight>(i0, piece_lse, v);
       float group_max = max_lse;
 #pragma unroll
       for (int u = 0; u < kSplitsInFlight; ++u) group_max = fmaxf(group_max, piece_lse[u]);
