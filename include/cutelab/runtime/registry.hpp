@@ -42,7 +42,7 @@ struct FamilyDefaultRegistrar {
 
 #define CUTELAB_CAT_INNER(a, b) a##b
 #define CUTELAB_CAT(a, b) CUTELAB_CAT_INNER(a, b)
-// In a kernel version's plan.cu: CUTELAB_REGISTER_PLAN(RowwiseV1Plan);
+// In a kernel version's plan.cpp: CUTELAB_REGISTER_PLAN(RowwiseV1Plan);
 #define CUTELAB_REGISTER_PLAN(PlanType)                                                 \
   static const ::cutelab::detail::PlanRegistrar CUTELAB_CAT(cutelab_registrar_, __LINE__){ \
       std::make_unique<PlanType>()}

@@ -1,11 +1,12 @@
 #pragma once
 // e4m3 codes for the FP8 designs whose tensor cores read them: fp32 -> e4m3 packing, the
 // 64- and 128-byte swizzles of their shared-memory tiles, and the 4 x 4 byte transpose that
-// makes a K-major V^T of a page, and the token order of P in an e4m3 A fragment (token_at).
+// makes a K-major V^T of a page (the token order of P: token_order.hpp).
 
 #include <cstdint>
 
 #include "cute/mla_decode/paged_sm90_fp8/common/shared_io.cuh"
+#include "cute/mla_decode/paged_sm90_fp8/common/token_order.hpp"
 
 namespace cutelab::mla::paged_sm90_fp8 {
 
@@ -89,15 +90,6 @@ __device__ __forceinline__ void transpose4x4(std::uint32_t w0, std::uint32_t w1,
   out[1] = __byte_perm(t0, t1, 0x7632);
   out[2] = __byte_perm(t2, t3, 0x5410);
   out[3] = __byte_perm(t2, t3, 0x7632);
-}
-
-// The token whose probability sits at position `pos` of a 16-position group of the P operand:
-// an e4m3 A fragment holds 4 consecutive k per register (k = 4 (lane % 4) + byte, + 16 for the
-// upper registers), the fp32 accumulator holds column pairs 2 (lane % 4) + {0, 1} every 8
-// columns. Packing the accumulator's values in place gives positions 4q + b the tokens
-// 2q + (b & 1) + 8 (b >> 1): bits (b0, q0, q1, b1) of the position are bits (0, 1, 2, 3) of the token.
-constexpr int token_at(int pos) {
-  return (pos & ~15) | (pos & 1) | (((pos >> 2) & 3) << 1) | (((pos >> 1) & 1) << 3);
 }
 
 }  // namespace cutelab::mla::paged_sm90_fp8

@@ -16,7 +16,7 @@
 #include <cute/tensor.hpp>
 
 #include "cute/mla_decode/paged_sm90/common/traits.hpp"
-#include "cute/mla_decode/paged_sm90_fp8/common/codes.cuh"
+#include "cute/mla_decode/paged_sm90_fp8/common/token_order.hpp"
 #include "mla_decode/fp8/kv_format.hpp"
 
 namespace cutelab::mla::paged_sm90_fp8_v2 {

@@ -1,5 +1,5 @@
 #pragma once
-// Host interface of the launcher: what plan.cu calls. The definitions are in launch.cuh,
+// Host interface of the launcher: what plan.cpp calls. The definitions are in launch.cuh,
 // compiled once per variant by instantiations/*.cu.
 
 #include <cuda_runtime_api.h>

@@ -12,8 +12,8 @@ struct Version {
   using T = Traits<cute::bfloat16_t>;
   static KernelId id() { return {"cute", "mla_decode", "paged_sm90", "v2"}; }
   static std::string summary() {
-    return "2 warpgroups, each page's S once (pages in pairs), KV column groups refilled by their last reader, "
-           "split-KV on the GPU";
+    return "2 warpgroups, each page's S once (pages in pairs), KV column groups refilled by their "
+           "last reader, split-KV on the GPU";
   }
   static paged_sm90::MainKernel main_kernel(DType dtype, KvFormat kv) {
     return paged_sm90::same_as_q(dtype, kv) ? paged_sm90_v2::main_kernel(dtype) : paged_sm90::MainKernel{};

@@ -1,8 +1,8 @@
 // cutlass/gemm/collective_sm90/v1: the KernelPlan. The CUTLASS instantiations live in
 // instantiations/; this file lists the variants that fit the problem's epilogue.
 
-#include "cutlass/gemm/collective_sm90/collective_sm90_v1/config.hpp"
 #include "cutelab/runtime/registry.hpp"
+#include "cutlass/gemm/collective_sm90/collective_sm90_v1/config.hpp"
 #include "gemm/common/workspace.hpp"
 
 namespace cutelab::gemm::collective_sm90_v1 {
@@ -13,8 +13,8 @@ class Plan final : public GemmPlan<Config> {
   [[nodiscard]] KernelId id() const override { return {"cutlass", "gemm", "collective_sm90", "v1"}; }
   [[nodiscard]] ArchRequirement arch() const override { return {9, 0, true}; }
   [[nodiscard]] std::string summary() const override {
-    return "CUTLASS collective builder: TMA warp-specialized cooperative / ping-pong, persistent, TMA epilogue "
-           "(bias + GELU through the fusion API)";
+    return "CUTLASS collective builder: TMA warp-specialized cooperative / ping-pong, persistent, "
+           "TMA epilogue (bias + GELU through the fusion API)";
   }
 
  protected:

@@ -21,7 +21,8 @@ class Plan final : public GemmPlan<Config> {
   [[nodiscard]] std::vector<Config> make_configs(const GemmProblem& p, const DeviceInfo& dev) const override {
     // The wide tile first while it still gives every SM a CTA.
     const long wide_tiles = long(ceil_div(p.m, Tile128x256::BM)) * ceil_div(p.n, Tile128x256::BN);
-    if (dev.sm_count > 0 && wide_tiles >= dev.sm_count) return {Config::of<Tile128x256>(), Config::of<Tile128x128>()};
+    if (dev.sm_count > 0 && wide_tiles >= dev.sm_count)
+      return {Config::of<Tile128x256>(), Config::of<Tile128x128>()};
     return {Config::of<Tile128x128>(), Config::of<Tile128x256>()};
   }
 

@@ -22,7 +22,8 @@ class Plan final : public GemmPlan<Config> {
     // The wide tile reuses each A and B element twice as often; it goes first once it still
     // fills every SM with at least one CTA.
     const long wide_tiles = long(ceil_div(p.m, Tile128x256::BM)) * ceil_div(p.n, Tile128x256::BN);
-    if (dev.sm_count > 0 && wide_tiles >= dev.sm_count) return {Config::of<Tile128x256>(), Config::of<Tile128x128>()};
+    if (dev.sm_count > 0 && wide_tiles >= dev.sm_count)
+      return {Config::of<Tile128x256>(), Config::of<Tile128x128>()};
     return {Config::of<Tile128x128>(), Config::of<Tile128x256>()};
   }
 

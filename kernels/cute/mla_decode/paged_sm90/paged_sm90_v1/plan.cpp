@@ -12,12 +12,14 @@ struct Version {
   using T = Traits<cute::bfloat16_t>;
   static KernelId id() { return {"cute", "mla_decode", "paged_sm90", "v1"}; }
   static std::string summary() {
-    return "TMA paged KV ring + WGMMA, 1 producer + 2 consumer warpgroups (S duplicated), split-KV on the GPU";
+    return "TMA paged KV ring + WGMMA, 1 producer + 2 consumer warpgroups (S duplicated), "
+           "split-KV on the GPU";
   }
   static paged_sm90::MainKernel main_kernel(DType dtype, KvFormat kv) {
     return paged_sm90::same_as_q(dtype, kv) ? paged_sm90_v1::main_kernel(dtype) : paged_sm90::MainKernel{};
   }
-  static constexpr int kRegistersPerSm = 128 * (T::kProducerRegisters + T::kConsumerWarpgroups * T::kConsumerRegisters);
+  static constexpr int kRegistersPerSm =
+      128 * (T::kProducerRegisters + T::kConsumerWarpgroups * T::kConsumerRegisters);
   static constexpr int kThreads = T::kThreads;
   static constexpr int kStages = T::kStages;
   static constexpr int kMinBlocksPerPart[] = {1, 8};
