@@ -20,6 +20,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/check.hpp"
 #include "cutelab/runtime/device.hpp"

@@ -16,6 +16,8 @@
 #include <random>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/core/error.hpp"
 #include "fileutil.hpp"
 

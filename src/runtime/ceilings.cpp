@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "ceilings_kernels.hpp"
 #include "cuda_raii.hpp"
 #include "cutelab/core/error.hpp"

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/core/error.hpp"
 
 namespace cutelab {

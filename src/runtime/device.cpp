@@ -10,6 +10,8 @@
 #include <fstream>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/clocks.hpp"
 #include "text.hpp"
@@ -143,7 +145,7 @@ DeviceDb DeviceDb::from_json(const nlohmann::json& j) {
     for (const auto& [name, entry] : j.at("products").items()) validate_entry("products." + name, entry);
   }
   DeviceDb db;
-  db.json_ = j;
+  db.json_ = std::make_shared<const nlohmann::json>(j);
   return db;
 }
 
@@ -188,23 +190,24 @@ DeviceDb DeviceDb::load_default() {
 }
 
 const nlohmann::json* DeviceDb::sm_entry(int cc_major, int cc_minor) const {
+  if (!json_) return nullptr;
   const std::string key = sm_name(cc_major, cc_minor);
-  const nlohmann::json& sm = json_.at("sm");
+  const nlohmann::json& sm = json_->at("sm");
   auto it = sm.find(key);
   return it == sm.end() ? nullptr : &*it;
 }
 
 const nlohmann::json* DeviceDb::product_entry(const std::string& name) const {
-  if (!json_.contains("products")) return nullptr;
-  const nlohmann::json& products = json_.at("products");
+  if (!json_ || !json_->contains("products")) return nullptr;
+  const nlohmann::json& products = json_->at("products");
   auto it = products.find(name);
   return it == products.end() ? nullptr : &*it;
 }
 
 std::vector<std::string> DeviceDb::sm_versions() const {
   std::vector<std::string> out;
-  if (json_.is_object() && json_.contains("sm"))
-    for (const auto& [key, entry] : json_.at("sm").items()) out.push_back(key);
+  if (json_ && json_->is_object() && json_->contains("sm"))
+    for (const auto& [key, entry] : json_->at("sm").items()) out.push_back(key);
   std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
     return std::stoi(a.substr(3)) < std::stoi(b.substr(3));
   });

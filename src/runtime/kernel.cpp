@@ -1,5 +1,7 @@
 #include "cutelab/runtime/kernel.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/core/error.hpp"
 
 namespace cutelab {

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <numeric>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/core/error.hpp"
 #include "text.hpp"
 

@@ -7,6 +7,8 @@
 #include <numeric>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "cuda_raii.hpp"
 
 namespace cutelab {

@@ -7,6 +7,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "cuda_raii.hpp"
 #include "cutelab/runtime/nvtx.hpp"
 #include "cutelab/runtime/report.hpp"

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/core/error.hpp"
 #include "suite.hpp"
 

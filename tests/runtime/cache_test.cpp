@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/runtime/cache.hpp"
 
 namespace cutelab {

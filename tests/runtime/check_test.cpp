@@ -4,6 +4,8 @@
 #include <limits>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/runtime/check.hpp"
 
 namespace cutelab {

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/device.hpp"
 

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/runtime/device.hpp"
 #include "cutelab/runtime/registry.hpp"
 #include "cutelab/runtime/tuner.hpp"

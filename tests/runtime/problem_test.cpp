@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/problem.hpp"
 

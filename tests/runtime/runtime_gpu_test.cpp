@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/runtime/check.hpp"
 #include "cutelab/runtime/device.hpp"
 #include "cutelab/runtime/tensor.hpp"

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/cache.hpp"
 #include "cutelab/runtime/clocks.hpp"

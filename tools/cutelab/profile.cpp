@@ -8,6 +8,8 @@
 #include <regex>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/cache.hpp"
 #include "cutelab/runtime/report.hpp"

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/problem.hpp"

@@ -5,7 +5,7 @@
 #include <span>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>  // declarations only: kernel code includes this header
 
 #include "cutelab/core/dtype.hpp"
 

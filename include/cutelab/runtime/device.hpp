@@ -4,11 +4,12 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>  // declarations only: kernel code includes this header
 
 namespace cutelab {
 
@@ -70,7 +71,7 @@ class DeviceDb {
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
 
  private:
-  nlohmann::json json_;
+  std::shared_ptr<const nlohmann::json> json_;  // never null once loaded (a pointer: json_fwd.hpp)
   std::string path_;
 };
 

@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>  // declarations only: kernel code includes this header
 
 namespace cutelab {
 

@@ -16,18 +16,19 @@
 #include <string>
 #include <vector>
 
+#include "cute/mla_decode/paged_sm90/common/host.hpp"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v1/api.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/core/math.hpp"
 #include "cutelab/runtime/check.hpp"
 #include "cutelab/runtime/device.hpp"
 #include "cutelab/runtime/registry.hpp"
+#include "kernels/mla_decode/mla_test_util.hpp"
 #include "mla_decode/common/args.hpp"
 #include "mla_decode/common/plan_base.hpp"
 #include "mla_decode/common/problem.hpp"
 #include "mla_decode/common/workspace.hpp"
 #include "mla_decode/reference/reference.hpp"
-#include "kernels/mla_decode/mla_test_util.hpp"
 #if CUTELAB_WITH_FLASHINFER
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>

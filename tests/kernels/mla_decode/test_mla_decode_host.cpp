@@ -9,6 +9,8 @@
 #include <functional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/core/error.hpp"
 #include "kernels/mla_decode/mla_host_test_util.hpp"
 #include "mla_decode/common/args.hpp"

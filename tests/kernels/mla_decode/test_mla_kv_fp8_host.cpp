@@ -11,6 +11,8 @@
 #include <map>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "baseline/mla_decode/naive/naive_v1/config.hpp"
 #include "cutelab/core/error.hpp"
 #include "kernels/mla_decode/mla_host_test_util.hpp"

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "cutelab/runtime/device.hpp"
 #include "elementwise/common/problem.hpp"
@@ -60,10 +60,7 @@ struct Config {
   [[nodiscard]] std::string name() const {  // "t256_v4_persistent"
     return "t" + std::to_string(threads) + "_v" + std::to_string(vecs) + "_" + grid_name();
   }
-  [[nodiscard]] nlohmann::json to_json() const {
-    return {
-        {"threads", threads}, {"vecs_per_thread", vecs}, {"tile_elems", tile_elems()}, {"grid", grid_name()}};
-  }
+  [[nodiscard]] nlohmann::json to_json() const;  // config.cpp (kernel code sees json_fwd only)
   [[nodiscard]] bool compiled() const noexcept {
     for (const auto& [t, v] : kCompiled)
       if (t == threads && v == vecs) return true;

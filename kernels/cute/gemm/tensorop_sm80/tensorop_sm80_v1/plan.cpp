@@ -1,12 +1,20 @@
 // cute/gemm/tensorop_sm80/v1: the KernelPlan. Heavy device code lives in the instantiation
 // units; this file only picks a tile and forwards.
 
+#include <nlohmann/json.hpp>
+
 #include "cute/gemm/tensorop_sm80/tensorop_sm80_v1/config.hpp"
 #include "cutelab/core/math.hpp"
 #include "cutelab/runtime/registry.hpp"
 #include "gemm/common/workspace.hpp"
 
 namespace cutelab::gemm::tensorop_sm80_v1 {
+
+nlohmann::json Config::to_json() const {
+  return {{"bm", bm},         {"bn", bn},           {"bk", bk},
+          {"stages", stages}, {"threads", threads}, {"smem_bytes", smem_bytes}};
+}
+
 namespace {
 
 class Plan final : public GemmPlan<Config> {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/device.hpp"
@@ -46,9 +46,7 @@ struct Config {
     return {T::name(), T::BM, T::BN, T::BK, T::STAGES, T::kThreads, T::kSmemBytes};
   }
   [[nodiscard]] std::string name() const { return tile; }
-  [[nodiscard]] nlohmann::json to_json() const {
-    return {{"bm", bm}, {"bn", bn}, {"bk", bk}, {"stages", stages}, {"threads", threads}, {"smem_bytes", smem_bytes}};
-  }
+  [[nodiscard]] nlohmann::json to_json() const;  // defined in plan.cpp (kernel code sees json_fwd only)
   [[nodiscard]] std::optional<std::string> validate(const GemmProblem& p, const DeviceInfo& dev) const {
     if (dev.cc_major != 9 || dev.cc_minor != 0)
       return concat("needs sm_90a (WGMMA, TMA), found ", dev.sm());

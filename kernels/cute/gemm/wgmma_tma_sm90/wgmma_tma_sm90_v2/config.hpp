@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/device.hpp"
@@ -61,10 +61,7 @@ struct Config {
   [[nodiscard]] std::string name() const {
     return tile + "_r" + raster_name(raster) + "_b" + std::to_string(band);
   }
-  [[nodiscard]] nlohmann::json to_json() const {
-    return {{"bm", bm},         {"bn", bn},           {"bk", bk},   {"stages", stages},
-            {"threads", kThreads}, {"smem_bytes", smem_bytes}, {"raster", raster_name(raster)}, {"band", band}};
-  }
+  [[nodiscard]] nlohmann::json to_json() const;  // defined in plan.cpp (kernel code sees json_fwd only)
   [[nodiscard]] std::optional<std::string> validate(const GemmProblem& p, const DeviceInfo& dev) const {
     if (dev.cc_major != 9 || dev.cc_minor != 0)
       return concat("needs sm_90a (WGMMA, TMA, setmaxnreg), found ", dev.sm());

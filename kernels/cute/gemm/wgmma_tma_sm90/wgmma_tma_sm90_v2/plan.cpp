@@ -1,12 +1,26 @@
 // cute/gemm/wgmma_tma_sm90/v2: the KernelPlan. Heavy device code lives in the instantiation
 // units; this file only picks a tile and a tile order and forwards.
 
+#include <nlohmann/json.hpp>
+
 #include "cute/gemm/wgmma_tma_sm90/wgmma_tma_sm90_v2/config.hpp"
 #include "cutelab/core/math.hpp"
 #include "cutelab/runtime/registry.hpp"
 #include "gemm/common/workspace.hpp"
 
 namespace cutelab::gemm::wgmma_tma_sm90_v2 {
+
+nlohmann::json Config::to_json() const {
+  return {{"bm", bm},
+          {"bn", bn},
+          {"bk", bk},
+          {"stages", stages},
+          {"threads", kThreads},
+          {"smem_bytes", smem_bytes},
+          {"raster", raster_name(raster)},
+          {"band", band}};
+}
+
 namespace {
 
 class Plan final : public GemmPlan<Config> {

@@ -1,8 +1,8 @@
 #pragma once
 // Host side every paged_sm90 version shares, free of CuTe: tuning knobs, the plan of a decode
-// step (split schedule + split scratch, made once per step and reused by every layer), kernel
-// parameters and the KV tensor map of a call, and the runner that launches
-// [schedule ->] the version's main kernel -> combine.
+// step (split schedule + split scratch, made once per step and reused by every layer), a call
+// checked and encoded, and the runner that launches [schedule ->] the version's main kernel ->
+// combine. The main kernel's launch record and the call's TMA maps: main_kernel.hpp.
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "cute/mla_decode/paged_sm90/common/main_kernel.hpp"
 #include "cute/mla_decode/paged_sm90/common/params.hpp"
 #include "cutelab/runtime/device.hpp"
 #include "cutelab/runtime/kernel.hpp"
@@ -22,8 +23,6 @@
 #include "mla_decode/common/decoder.hpp"
 
 namespace cutelab::mla::paged_sm90 {
-
-inline constexpr int kBlockM = 64;  // packed query rows per CTA (every version)
 
 // Run-time knobs the tuner varies (no recompilation).
 struct TuneConfig {
@@ -34,36 +33,6 @@ struct TuneConfig {
   PartialFormat partials = PartialFormat::fp32;
 
   [[nodiscard]] std::string name() const;
-};
-
-// The TMA maps of a call. bf16/f16: `kv` boxes of 64 columns x 64 tokens, 128-byte swizzle.
-// FP8 read by dequantising designs: `kv` boxes of 64 bytes x 64 tokens unswizzled, `rope` over
-// fp8_token's bf16 RoPE values (64 x 64 tokens, unswizzled). FP8 read by FP8 tensor cores
-// (MainKernel::fp8_swizzled): `kv` boxes of 128 latent bytes x 64 tokens, 128-byte swizzle,
-// `rope` boxes of the 64 RoPE bytes x 64 tokens, 64-byte swizzle (fp8_token: its 64 bf16 RoPE
-// values x 64 tokens, 128-byte swizzle). `q` (MainKernel::q_map): q as (576 columns, heads of a KV
-// head, KV heads, query tokens), boxes of 64 columns x paged_sm90::q_box, 128-byte swizzle. Unused
-// maps stay zero.
-struct KvMaps {
-  CUtensorMap kv{};
-  CUtensorMap rope{};
-  CUtensorMap q{};
-};
-
-// One version's main kernel for one element type (and, for FP8 designs, one cache format). It is launched as
-// a programmatic dependent of whatever precedes it in the stream (the schedule kernel, or a previous layer)
-// and must call sm90::wait_for_prior_grid() before reading the schedule.
-struct MainKernel {
-  const char* name = "";
-  const void* function = nullptr;
-  std::size_t shared_bytes = 0;
-  int block_threads = 0;
-  void (*set_attributes)() = nullptr;  // raises the dynamic shared-memory limit (plan time)
-  void (*launch)(const Params&, const KvMaps&, dim3 grid, cudaStream_t) = nullptr;
-  std::optional<KvFormat> fp8_format;  // empty: it reads a cache in q's dtype
-  bool fp8_swizzled = false;           // swizzled FP8 boxes (its tensor cores read them; KvMaps)
-  PartialFormat partials = PartialFormat::fp32;  // what its split pieces write
-  bool q_map = false;                            // loads Q tiles by TMA: takes KvMaps::q as its second map
 };
 
 // The plan of one decode step: the split schedule of its lengths and the scratch its split

@@ -7,7 +7,7 @@
 
 #include <optional>
 
-#include "cute/mla_decode/paged_sm90/common/host.hpp"
+#include "cute/mla_decode/paged_sm90/common/main_kernel.hpp"
 #include "cutelab/runtime/launch.hpp"
 
 namespace cutelab::mla::paged_sm90 {

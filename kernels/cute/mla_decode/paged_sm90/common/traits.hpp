@@ -11,7 +11,7 @@
 #include <cute/arch/mma_sm90.hpp>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
 
-#include "cute/mla_decode/paged_sm90/common/host.hpp"
+#include "cute/mla_decode/paged_sm90/common/main_kernel.hpp"
 #include "mla_decode/common/problem.hpp"
 
 namespace cutelab::mla::paged_sm90 {

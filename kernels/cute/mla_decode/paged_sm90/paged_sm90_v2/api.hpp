@@ -2,7 +2,7 @@
 // paged_sm90 v2's entry points for host code (no CuTe): its main kernel per element type, run
 // by paged_sm90::Runner between the split schedule and the combine.
 
-#include "cute/mla_decode/paged_sm90/common/host.hpp"
+#include "cute/mla_decode/paged_sm90/common/main_kernel.hpp"
 #include "cutelab/core/dtype.hpp"
 
 namespace cutelab::mla::paged_sm90_v2 {

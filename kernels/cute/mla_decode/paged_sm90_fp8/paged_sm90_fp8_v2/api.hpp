@@ -2,7 +2,7 @@
 // paged_sm90_fp8 v2's entry point for host code (no CuTe): its main kernel, run by
 // paged_sm90::Runner between the split schedule and the combine.
 
-#include "cute/mla_decode/paged_sm90/common/host.hpp"
+#include "cute/mla_decode/paged_sm90/common/main_kernel.hpp"
 #include "mla_decode/fp8/kv_format.hpp"
 
 namespace cutelab::mla::paged_sm90_fp8_v2 {

@@ -3,6 +3,8 @@
 #include <memory>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "cute/rmsnorm/rowwise/rowwise_v1/config.hpp"
 #include "cute/rmsnorm/rowwise/rowwise_v1/launch.hpp"
 #include "cutelab/runtime/registry.hpp"
@@ -11,6 +13,15 @@
 #include "rmsnorm/reference/reference.hpp"
 
 namespace cutelab::rmsnorm::rowwise_v1 {
+
+nlohmann::json Config::to_json() const {
+  return {{"threads_per_row", threads_per_row},
+          {"vecs_per_thread", vecs},
+          {"rows_per_cta", rows_per_cta},
+          {"block_threads", block_threads()},
+          {"max_cols", max_cols()}};
+}
+
 namespace {
 
 // Runtime config -> the compiled variant.

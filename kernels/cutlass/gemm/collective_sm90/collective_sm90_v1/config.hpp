@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/device.hpp"
@@ -55,17 +55,7 @@ struct Config {
     return {V::name(), V::BM, V::BN, V::BK, V::CM, V::CN, V::kSchedule, V::kBiasGelu, swizzle};
   }
   [[nodiscard]] std::string name() const { return variant + "_sw" + std::to_string(swizzle); }
-  [[nodiscard]] nlohmann::json to_json() const {
-    return {{"bm", bm},
-            {"bn", bn},
-            {"bk", bk},
-            {"cluster_m", cluster_m},
-            {"cluster_n", cluster_n},
-            {"schedule", schedule == Schedule::cooperative ? "KernelTmaWarpSpecializedCooperative"
-                                                           : "KernelTmaWarpSpecializedPingpong"},
-            {"epilogue", bias_gelu ? "LinCombPerColBiasEltAct<GELU_taylor>" : "LinearCombination"},
-            {"max_swizzle_size", swizzle}};
-  }
+  [[nodiscard]] nlohmann::json to_json() const;  // defined in plan.cpp (kernel code sees json_fwd only)
   [[nodiscard]] std::optional<std::string> validate(const GemmProblem& p, const DeviceInfo& dev) const {
     if (dev.cc_major != 9 || dev.cc_minor != 0)
       return concat("needs sm_90a (CUTLASS Hopper TMA warp-specialized kernels), found ", dev.sm());

@@ -1,11 +1,26 @@
 // cutlass/gemm/collective_sm90/v1: the KernelPlan. The CUTLASS instantiations live in
 // instantiations/; this file lists the variants that fit the problem's epilogue.
 
+#include <nlohmann/json.hpp>
+
 #include "cutelab/runtime/registry.hpp"
 #include "cutlass/gemm/collective_sm90/collective_sm90_v1/config.hpp"
 #include "gemm/common/workspace.hpp"
 
 namespace cutelab::gemm::collective_sm90_v1 {
+
+nlohmann::json Config::to_json() const {
+  return {{"bm", bm},
+          {"bn", bn},
+          {"bk", bk},
+          {"cluster_m", cluster_m},
+          {"cluster_n", cluster_n},
+          {"schedule", schedule == Schedule::cooperative ? "KernelTmaWarpSpecializedCooperative"
+                                                         : "KernelTmaWarpSpecializedPingpong"},
+          {"epilogue", bias_gelu ? "LinCombPerColBiasEltAct<GELU_taylor>" : "LinearCombination"},
+          {"max_swizzle_size", swizzle}};
+}
+
 namespace {
 
 class Plan final : public GemmPlan<Config> {
