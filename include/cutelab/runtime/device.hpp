@@ -71,7 +71,7 @@ class DeviceDb {
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
 
  private:
-  std::shared_ptr<const nlohmann::json> json_;  // never null once loaded (a pointer: json_fwd.hpp)
+  std::shared_ptr<const nlohmann::json> json_;  // by pointer: json_fwd.hpp; null only in a default-made db
   std::string path_;
 };
 
