@@ -1,11 +1,12 @@
 #pragma once
-// e4m3 codes for the FP8 designs whose tensor cores read them: fp32 -> e4m3 packing, the
-// 64- and 128-byte swizzles of their shared-memory tiles, and the 4 x 4 byte transpose that
-// makes a K-major V^T of a page (the token order of P: token_order.hpp).
+// e4m3 codes for the FP8 designs whose tensor cores read them: fp32 -> e4m3 packing and the
+// 4 x 4 byte transpose that makes a K-major V^T of a page (the swizzled offsets of their
+// shared-memory tiles: swizzle.hpp; the token order of P: token_order.hpp).
 
 #include <cstdint>
 
 #include "cute/mla_decode/paged_sm90_fp8/common/shared_io.cuh"
+#include "cute/mla_decode/paged_sm90_fp8/common/swizzle.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/common/token_order.hpp"
 
 namespace cutelab::mla::paged_sm90_fp8 {
@@ -53,23 +54,6 @@ __device__ __forceinline__ std::uint32_t scale_bf16x2(std::uint32_t pair, float 
   std::uint32_t out;
   asm("cvt.rn.bf16x2.f32 %0, %2, %1;\n" : "=r"(out) : "f"(a), "f"(b));
   return out;
-}
-
-// Byte offset of (row, byte) in a K-major tile of 64-byte rows with the 64-byte swizzle
-// (cute Swizzle<2,4,3>, TMA's SWIZZLE_64B): the 16-byte unit index (bits 4-5) is XORed with
-// bits 7-8, i.e. with (row / 2) % 4. Host-tested against the CuTe layouts of the designs.
-__host__ __device__ __forceinline__ constexpr std::uint32_t sw64_offset(std::uint32_t row,
-                                                                        std::uint32_t byte) {
-  const std::uint32_t off = row * 64 + byte;
-  return off ^ (((off >> 7) & 3u) << 4);
-}
-
-// The same for 128-byte rows with the 128-byte swizzle (Swizzle<3,4,3>, SWIZZLE_128B): the unit
-// index (bits 4-6) XOR row % 8.
-__host__ __device__ __forceinline__ constexpr std::uint32_t sw128_offset(std::uint32_t row,
-                                                                         std::uint32_t byte) {
-  const std::uint32_t off = row * 128 + byte;
-  return off ^ (((off >> 7) & 7u) << 4);
 }
 
 // The selector of the first step of a 4 x 4 byte transpose: __byte_perm(w0, w1, sel) gathers

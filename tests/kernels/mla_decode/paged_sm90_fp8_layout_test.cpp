@@ -8,7 +8,7 @@
 
 #include <cute/tensor.hpp>
 
-#include "cute/mla_decode/paged_sm90_fp8/common/codes.cuh"
+#include "cute/mla_decode/paged_sm90_fp8/common/swizzle.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v2/config.hpp"
 
 namespace cutelab::mla::paged_sm90_fp8_v2 {

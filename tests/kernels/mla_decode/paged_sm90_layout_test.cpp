@@ -5,7 +5,7 @@
 
 #include <cute/tensor.hpp>
 
-#include "cute/mla_decode/paged_sm90/common/pieces.cuh"
+#include "cute/mla_decode/paged_sm90/common/p_tile.hpp"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v1/config.hpp"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v2/config.hpp"
 
@@ -49,7 +49,8 @@ TEST(PagedSm90V1Layout, AccumulatorOrderIsOperandAOrder) {
     Tensor cS = make_identity_tensor(Shape<Int<T::kBlockM>, Int<T::kBlockN>>{});
     Tensor tScS = mma_qk.get_thread_slice(t).partition_C(cS);  // (MMA,1,1)
     Tensor tOcP = mma_pv.get_thread_slice(t).partition_A(cS);  // (MMA,1,4)
-    Tensor tOrP = make_tensor<cute::bfloat16_t>(partition_shape_A(mma_pv, Shape<Int<T::kBlockM>, Int<T::kBlockN>>{}));
+    Tensor tOrP =
+        make_tensor<cute::bfloat16_t>(partition_shape_A(mma_pv, Shape<Int<T::kBlockM>, Int<T::kBlockN>>{}));
     ASSERT_EQ(size(tOcP), size(tScS));
     ASSERT_EQ(size(tOrP), size(tScS));
     // The kernel writes tOrP(i) for flat i; the MMA reads tOrP's element at the coordinate
@@ -133,7 +134,8 @@ TEST(PagedSm90V2Layout, SharedLayoutsAndStorage) {
     // Q's RoPE operand is loaded by the same formula: register i of the RS A operand holds
     // row r0 + 8 * ((i >> 1) & 1), column col0 + (i & 1) + 8 * (i >> 2).
     Tensor tQcQ = rs.get_thread_slice(t).partition_A(c);  // (MMA,1,4)
-    Tensor tQrQ = make_tensor<cute::bfloat16_t>(partition_shape_A(rs, Shape<Int<T2::kBlockM>, Int<T2::kBlockN>>{}));
+    Tensor tQrQ =
+        make_tensor<cute::bfloat16_t>(partition_shape_A(rs, Shape<Int<T2::kBlockM>, Int<T2::kBlockN>>{}));
     const int lane = t % 32, r0 = (t / 32) * 16 + lane / 4, col0 = 2 * (lane % 4);
     for (int i = 0; i < size(tQrQ); ++i) {
       const auto coord = idx2crd(i, shape(tQrQ));
@@ -142,7 +144,8 @@ TEST(PagedSm90V2Layout, SharedLayoutsAndStorage) {
       ASSERT_EQ(get<1>(tQcQ(coord)), col0 + (i & 1) + 8 * (i >> 2)) << "thread " << t << " reg " << i;
     }
     Tensor tOcP = pv.get_thread_slice(t).partition_A(c);  // (MMA,1,4)
-    Tensor tOrP = make_tensor<cute::bfloat16_t>(partition_shape_A(pv, Shape<Int<T2::kBlockM>, Int<T2::kBlockN>>{}));
+    Tensor tOrP =
+        make_tensor<cute::bfloat16_t>(partition_shape_A(pv, Shape<Int<T2::kBlockM>, Int<T2::kBlockN>>{}));
     for (int i = 0; i < size(a); ++i) {
       const auto coord = idx2crd(i, shape(tOrP));
       ASSERT_EQ(tOrP.layout()(coord), i);

@@ -1,5 +1,5 @@
 // Host checks of the layout facts paged_sm90_fp8 v4 relies on beyond v2's (those are in
-// paged_sm90_fp8_layout_test.cu and hold for v4's identical layouts): the bf16 RoPE box of a
+// paged_sm90_fp8_layout_test.cpp and hold for v4's identical layouts): the bf16 RoPE box of a
 // staged page, which units of a page each requantising thread rewrites (every unit once, in the
 // scale group of its chunk, bank-conflict-free), and the register order of Q's RoPE operand.
 
@@ -11,7 +11,7 @@
 
 #include <cute/tensor.hpp>
 
-#include "cute/mla_decode/paged_sm90_fp8/common/codes.cuh"
+#include "cute/mla_decode/paged_sm90_fp8/common/swizzle.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v4/config.hpp"
 
 namespace cutelab::mla::paged_sm90_fp8_v4 {
