@@ -64,7 +64,11 @@ endif()
 set(CUTELAB_BATCH_INSTANTIATIONS AUTO CACHE STRING
     "Compile each kernel version's instantiations/*.cu as one unit: ON, OFF, or AUTO (ON with <= 4 cores)")
 set_property(CACHE CUTELAB_BATCH_INSTANTIATIONS PROPERTY STRINGS AUTO ON OFF)
-if(CUTELAB_BATCH_INSTANTIATIONS STREQUAL "AUTO")
+string(TOUPPER "${CUTELAB_BATCH_INSTANTIATIONS}" cutelab_batch)
+if(NOT cutelab_batch MATCHES "^(AUTO|ON|OFF|TRUE|FALSE|YES|NO|1|0)$")
+  message(FATAL_ERROR "CUTELAB_BATCH_INSTANTIATIONS=${CUTELAB_BATCH_INSTANTIATIONS}: expected AUTO, ON or OFF")
+endif()
+if(cutelab_batch STREQUAL "AUTO")
   # nproc counts the cores this process may use (taskset, cgroups), which is what a build gets.
   execute_process(COMMAND nproc OUTPUT_VARIABLE cutelab_cores OUTPUT_STRIP_TRAILING_WHITESPACE
                   RESULT_VARIABLE cutelab_nproc_status)
@@ -73,13 +77,16 @@ if(CUTELAB_BATCH_INSTANTIATIONS STREQUAL "AUTO")
   else()
     set(CUTELAB_BATCH_INSTANTIATIONS_EFFECTIVE OFF)
   endif()
-  message(STATUS "cutelab: instantiation units batched per kernel version: "
-                 "${CUTELAB_BATCH_INSTANTIATIONS_EFFECTIVE} (AUTO, ${cutelab_cores} cores)")
-elseif(CUTELAB_BATCH_INSTANTIATIONS)
+  set(cutelab_batch_why "AUTO, ${cutelab_cores} cores")
+elseif(cutelab_batch MATCHES "^(ON|TRUE|YES|1)$")
   set(CUTELAB_BATCH_INSTANTIATIONS_EFFECTIVE ON)
+  set(cutelab_batch_why "CUTELAB_BATCH_INSTANTIATIONS=${CUTELAB_BATCH_INSTANTIATIONS}")
 else()
   set(CUTELAB_BATCH_INSTANTIATIONS_EFFECTIVE OFF)
+  set(cutelab_batch_why "CUTELAB_BATCH_INSTANTIATIONS=${CUTELAB_BATCH_INSTANTIATIONS}")
 endif()
+message(STATUS "cutelab: instantiation units batched per kernel version: "
+               "${CUTELAB_BATCH_INSTANTIATIONS_EFFECTIVE} (${cutelab_batch_why})")
 
 # Every kernel version is one object library added to the cutelab_kernels shared library.
 #   cutelab_add_kernel(NAME <target> ARCH sm90a|portable SOURCES <files...>)
