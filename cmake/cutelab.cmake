@@ -68,6 +68,7 @@ string(TOUPPER "${CUTELAB_BATCH_INSTANTIATIONS}" cutelab_batch)
 if(NOT cutelab_batch MATCHES "^(AUTO|ON|OFF|TRUE|FALSE|YES|NO|1|0)$")
   message(FATAL_ERROR "CUTELAB_BATCH_INSTANTIATIONS=${CUTELAB_BATCH_INSTANTIATIONS}: expected AUTO, ON or OFF")
 endif()
+set(cutelab_batch_why "CUTELAB_BATCH_INSTANTIATIONS=${CUTELAB_BATCH_INSTANTIATIONS}")
 if(cutelab_batch STREQUAL "AUTO")
   # nproc counts the cores this process may use (taskset, cgroups), which is what a build gets.
   execute_process(COMMAND nproc OUTPUT_VARIABLE cutelab_cores OUTPUT_STRIP_TRAILING_WHITESPACE
@@ -78,12 +79,10 @@ if(cutelab_batch STREQUAL "AUTO")
     set(CUTELAB_BATCH_INSTANTIATIONS_EFFECTIVE OFF)
   endif()
   set(cutelab_batch_why "AUTO, ${cutelab_cores} cores")
-elseif(cutelab_batch MATCHES "^(ON|TRUE|YES|1)$")
+elseif(cutelab_batch)  # a CMake boolean, checked above
   set(CUTELAB_BATCH_INSTANTIATIONS_EFFECTIVE ON)
-  set(cutelab_batch_why "CUTELAB_BATCH_INSTANTIATIONS=${CUTELAB_BATCH_INSTANTIATIONS}")
 else()
   set(CUTELAB_BATCH_INSTANTIATIONS_EFFECTIVE OFF)
-  set(cutelab_batch_why "CUTELAB_BATCH_INSTANTIATIONS=${CUTELAB_BATCH_INSTANTIATIONS}")
 endif()
 message(STATUS "cutelab: instantiation units batched per kernel version: "
                "${CUTELAB_BATCH_INSTANTIATIONS_EFFECTIVE} (${cutelab_batch_why})")
