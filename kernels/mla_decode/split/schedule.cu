@@ -45,11 +45,16 @@ split_schedule_kernel(const int* __restrict__ seqlens, int b, SplitSchedule s) {
   }
   __syncthreads();
 
-  const int per_part = max(max(1, s.min_blocks_per_part), (total_cost + s.num_parts - 1) / s.num_parts);
+  // With tail waves the line holds (num_parts - 1) full parts and one of 1 / tail_waves of a part.
+  const int full_parts = s.tail_waves > 0 ? s.num_parts - 1 : s.num_parts;
+  const long line_parts = s.tail_waves > 0 ? static_cast<long>(full_parts) * s.tail_waves + 1 : s.num_parts;
+  const long line_cost = s.tail_waves > 0 ? static_cast<long>(total_cost) * s.tail_waves : total_cost;
+  const int per_part =
+      max(max(1, s.min_blocks_per_part), static_cast<int>((line_cost + line_parts - 1) / line_parts));
   // One whole request per part when every request fits in a part give or take its fixed
   // overhead: the longest part is then no longer than a cut line would make it, and nothing is
-  // split (no partials, no second piece of any request).
-  const bool whole = b <= s.num_parts && max_cost <= per_part + s.fixed_overhead_blocks;
+  // split (no partials, no second piece of any request). Never in a short last part.
+  const bool whole = b <= full_parts && max_cost <= per_part + s.fixed_overhead_blocks;
   if (whole) {
     for (int p = i; p < s.num_parts; p += kScheduleThreads) {
       const int req = min(p, b), next = min(p + 1, b);
@@ -65,7 +70,7 @@ split_schedule_kernel(const int* __restrict__ seqlens, int b, SplitSchedule s) {
   // plus F, the cost a split adds (b = 128, h_q = 128 at s_k 4096 on 66 parts: two requests per
   // part, no fp32 partials written and read back).
   __shared__ int cut[kScheduleThreads + 1];
-  __shared__ int snapped_span;
+  __shared__ int snapped_span, snapped_tail;
   if (s.num_parts < kScheduleThreads) {
     for (int p = i; p <= s.num_parts; p += kScheduleThreads) {
       const int pos = p * per_part;
@@ -86,8 +91,12 @@ split_schedule_kernel(const int* __restrict__ seqlens, int b, SplitSchedule s) {
       span = cost_end[cut[i + 1] - 1] - (cut[i] == 0 ? 0 : cost_end[cut[i] - 1]);
     const int longest = Reduce(reduce_storage).Reduce(span, cuda::maximum<>{});  // valid in thread 0
     if (i == 0) snapped_span = longest;
+    if (i == s.num_parts - 1) snapped_tail = span;
     __syncthreads();
-    if (snapped_span <= per_part + s.fixed_overhead_blocks) {
+    // A short last part must stay short: it runs after another part on its SM.
+    const bool tail_fits =
+        s.tail_waves == 0 || snapped_tail <= per_part / s.tail_waves + s.fixed_overhead_blocks;
+    if (snapped_span <= per_part + s.fixed_overhead_blocks && tail_fits) {
       if (i < s.num_parts) s.parts[i] = PartInfo{cut[i], 0, cut[i + 1], 0};
       if (i < b) {
         int part = 0, last = s.num_parts;  // the part holding request i: first p with cut[p + 1] > i

@@ -50,6 +50,11 @@ struct SplitSchedule {
   int num_parts = 0;
   int fixed_overhead_blocks = 0;
   int min_blocks_per_part = 1;  // fewer, longer parts: less partial traffic for small batches
+  // 0: parts of equal cost. w >= 1: the last part costs 1/w of the others. For a grid whose last
+  // row of parts cannot start at once: with u columns and h < u SMs left beside the full rows, that
+  // row runs in w = ceil(u / h) waves on those SMs, and every SM finishes with the full rows (b64
+  // s_q 4 h_q 128: 8 columns of 16 parts + 4 SMs; a last row of half parts in two waves).
+  int tail_waves = 0;
   // Cleared by the schedule kernel; set to 1 by a later kernel that meets a request whose length
   // now needs another page count than the one planned (its outputs are then written as NaN).
   int* reuse_error = nullptr;

@@ -102,6 +102,9 @@ std::vector<MatrixCase> matrix_cases() {
   // whole requests and pieces of split ones share a part (fixed overhead 2).
   add("len300", 160, 1, 128, 1, false, std::vector<int>(160, 300));
   add("var400", 150, 2, 128, 1, true, random_lens(150, 2, 400, 7, 8));
+  // 8 M tiles a request: 8 columns of 16 parts leave 4 of 132 SMs, which the `_tail` configs give
+  // a last row of half parts (pieces cut there, merged by the combine).
+  add("var900", 40, 4, 128, 1, true, random_lens(40, 1, 900, 6, 9));
   const std::size_t bf16_cache = v.size();
   for (KvFormat f : {KvFormat::fp8_tensor, KvFormat::fp8_token})
     for (std::size_t i = 0; i < bf16_cache; ++i) {

@@ -302,6 +302,45 @@ TEST(MlaDecodePartialFormat, OfferedOnlyWhereAMainKernelWritesIt) {
   }
 }
 
+// Where the grid's columns (h_kv x M tiles) leave SMs idle, every config is also offered with a
+// last, shorter row of parts on those SMs (`_tail`): its parts cost 1 / waves of the others, the
+// waves being how many rounds the spare SMs need for the row. Elsewhere nothing changes.
+TEST(MlaDecodeTailParts, ALastRowOfShortPartsWhereColumnsLeaveSmsIdle) {
+  using paged_sm90::part_grid;
+  const auto grid = [](int units, int sms, bool tail) {
+    const paged_sm90::PartGrid g = part_grid(units, sms, tail);
+    return std::pair{g.num_parts, g.tail_waves};
+  };
+  EXPECT_EQ(grid(8, 132, false), std::pair(16, 0));
+  EXPECT_EQ(grid(8, 132, true), std::pair(17, 2));   // 4 spare SMs, 8 columns: two waves of half parts
+  EXPECT_EQ(grid(16, 132, true), std::pair(9, 4));   // 4 spare SMs, 16 columns
+  EXPECT_EQ(grid(5, 132, true), std::pair(27, 3));   // 2 spare SMs, 5 columns
+  EXPECT_EQ(grid(2, 132, true), std::pair(66, 0));   // nothing spare
+  EXPECT_EQ(grid(200, 132, true), std::pair(1, 0));  // more columns than SMs
+  DeviceInfo dev;  // an H200's limits, as far as configs() and validate() ask
+  dev.cc_major = 9;
+  dev.sm_count = 132;
+  dev.regs_per_sm = 65536;
+  dev.smem_per_block_optin = 232448;
+  const auto count = [&](const char* id, const Problem& problem) {
+    std::map<bool, int> n;
+    for (const ConfigDesc& c : Registry::instance().find(id).configs(problem, dev)) {
+      const bool tail = c.params.at("tail_parts").get<bool>();
+      EXPECT_EQ(c.name.ends_with("_tail"), tail) << c.name;
+      ++n[tail];
+    }
+    return n;
+  };
+  const Problem s4 = problem_for(make_case(64, 4, 128, 1, true, DType::bf16, std::vector<int>(64, 2000)));
+  for (const char* id : {"cute/mla_decode/paged_sm90/v3", "cute/mla_decode/paged_sm90/v1"}) {
+    const std::map<bool, int> n = count(id, s4);
+    EXPECT_GT(n.at(false), 0) << id;
+    EXPECT_EQ(n.at(true), n.at(false)) << id;
+  }
+  const Problem s1 = problem_for(make_case(64, 1, 128, 1, false, DType::bf16, std::vector<int>(64, 2000)));
+  EXPECT_EQ(count("cute/mla_decode/paged_sm90/v3", s1).count(true), 0u);
+}
+
 // v3 loads a Q tile as one TMA box of whole query tokens: a 64-row tile that would start inside a
 // query token's heads (48 heads per KV head, s_q 2) is refused with the reason; v2, which loads Q
 // row by row, serves it; 3 heads per KV head with s_q 2 (6 rows, one tile) is served by both.

@@ -107,7 +107,7 @@ std::optional<std::string> q_tile_refusal(int heads_per_kv, int s_q) {
 std::string TuneConfig::name() const {
   return concat("fo", fixed_overhead_blocks, "_mb", min_blocks_per_part,
                 kv_evict_first ? "_evictfirst" : "_evictnormal",
-                partials == PartialFormat::out_dtype ? "_p16" : "");
+                partials == PartialFormat::out_dtype ? "_p16" : "", tail_parts ? "_tail" : "");
 }
 
 StepPlan::StepPlan(const MlaDecodeDims& runner_dims, int num_parts, int rows_per_head)
@@ -174,8 +174,18 @@ Runner::Runner(const MlaDecodeDims& d, const DeviceInfo& dev, const TuneConfig& 
   }
   m_tiles_ = ceil_div(d.s_q * (d.h_q / d.h_kv), kBlockM);
   // One CTA per SM: the grid is (KV heads x M tiles) x parts.
-  num_parts_ = std::max(1, dev.sm_count / (d.h_kv * m_tiles_));
+  const PartGrid grid = part_grid(d.h_kv * m_tiles_, dev.sm_count, c.tail_parts);
+  num_parts_ = grid.num_parts;
+  tail_waves_ = grid.tail_waves;
   main_.set_attributes();
+}
+
+PartGrid part_grid(int units, int sm_count, bool tail_parts) {
+  const int full = sm_count / units, spare = sm_count - full * units;
+  // The CTAs of the last row start in launch order as SMs free up: spare of them at once, the rest
+  // as those finish (a row of 1 / waves of a part each).
+  if (!tail_parts || full < 1 || spare == 0) return {std::max(1, full), 0};
+  return {full + 1, ceil_div(units, spare)};
 }
 
 std::unique_ptr<StepPlan> Runner::make_step_plan() const {
@@ -209,6 +219,7 @@ void Runner::plan_step(StepPlan& plan, const TensorView& seqlens, cudaStream_t s
   s.num_parts = num_parts_;
   s.fixed_overhead_blocks = config_.fixed_overhead_blocks;
   s.min_blocks_per_part = config_.min_blocks_per_part;
+  s.tail_waves = tail_waves_;
   s.reuse_error = static_cast<int*>(plan.error_flag_.data());
   launch_split_schedule(seqlens.as<int>(), b, s, stream);
   plan.b_ = b;
@@ -272,6 +283,7 @@ PreparedCall Runner::prepare(const StepPlan& plan, const MlaDecodeArgs& args, bo
   p.schedule.num_parts = num_parts_;
   p.schedule.fixed_overhead_blocks = config_.fixed_overhead_blocks;
   p.schedule.min_blocks_per_part = config_.min_blocks_per_part;
+  p.schedule.tail_waves = tail_waves_;
   p.schedule.reuse_error = static_cast<int*>(plan.error_flag_.data());
   p.partials.out = plan.partial_out_.data();  // sized for fp32 rows, the larger format
   p.partials.lse = static_cast<float*>(plan.partial_lse_.data());

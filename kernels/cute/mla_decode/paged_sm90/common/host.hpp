@@ -31,6 +31,9 @@ struct TuneConfig {
   int min_blocks_per_part = 1;    // schedule: shortest part (small batches: fewer partials)
   // Split pieces' partial rows in fp32 or in out's dtype (the versions with a main kernel for it).
   PartialFormat partials = PartialFormat::fp32;
+  // Where the grid's columns (h_kv x M tiles) do not divide the SMs: one more, shorter row of
+  // parts on the SMs the full rows leave idle (SplitSchedule::tail_waves).
+  bool tail_parts = false;
 
   [[nodiscard]] std::string name() const;
 };
@@ -114,7 +117,17 @@ class Runner {
   MainKernel main_;
   int m_tiles_ = 0;
   int num_parts_ = 0;
+  int tail_waves_ = 0;  // SplitSchedule::tail_waves (0 unless config.tail_parts)
 };
+
+// The grid a Runner launches for `units` = h_kv x M tiles columns on `sm_count` SMs: full rows of
+// parts, plus with `tail_parts` (where SMs are left over) a last row of shorter parts run in
+// `tail_waves` waves on them.
+struct PartGrid {
+  int num_parts = 1;
+  int tail_waves = 0;
+};
+[[nodiscard]] PartGrid part_grid(int units, int sm_count, bool tail_parts);
 
 // The family's Decoder over a Runner and the one StepPlan it refills at every step.
 class RunnerDecoder final : public Decoder {

@@ -48,15 +48,18 @@ struct PlanConfig {
     const std::string partials = j.value("partials", std::string("fp32"));
     if (partials != "fp32" && partials != "out_dtype")
       throw UsageError(concat("partials \"", partials, "\": expected \"fp32\" or \"out_dtype\""));
+    // "tail_parts" likewise (false: full rows of parts only).
     return PlanConfig{TuneConfig{j.at("fixed_overhead_blocks").get<int>(), j.at("kv_evict_first").get<bool>(),
                                  j.at("min_blocks_per_part").get<int>(),
-                                 partials == "out_dtype" ? PartialFormat::out_dtype : PartialFormat::fp32}};
+                                 partials == "out_dtype" ? PartialFormat::out_dtype : PartialFormat::fp32,
+                                 j.value("tail_parts", false)}};
   }
   [[nodiscard]] nlohmann::json to_json() const {
     return {{"fixed_overhead_blocks", tune.fixed_overhead_blocks},
             {"kv_evict_first", tune.kv_evict_first},
             {"min_blocks_per_part", tune.min_blocks_per_part},
             {"partials", partial_format_name(tune.partials)},
+            {"tail_parts", tune.tail_parts},
             {"block_m", kBlockM},
             {"threads", Version::kThreads},
             {"stages", Version::kStages}};
@@ -116,8 +119,14 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
 
  protected:
   [[nodiscard]] std::vector<Config> make_configs(const MlaDecodeProblem& p,
-                                                 const DeviceInfo&) const override {
+                                                 const DeviceInfo& dev) const override {
     std::vector<Config> configs;
+    // A short last row of parts where the grid's columns leave SMs idle (each config both ways).
+    bool spare_sms = false;
+    if (p.h_kv > 0 && p.h_q % p.h_kv == 0 && dev.sm_count > 0) {
+      const int units = p.h_kv * ((p.s_q * (p.h_q / p.h_kv) + kBlockM - 1) / kBlockM);
+      spare_sms = part_grid(units, dev.sm_count, true).tail_waves > 0;
+    }
     for (PartialFormat partials : {PartialFormat::fp32, PartialFormat::out_dtype}) {
       // fp32 rows always (validate() names what a version cannot run); 16-bit rows where a main
       // kernel writes them.
@@ -127,7 +136,9 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
       for (bool evict_first : {true, false})
         for (int fixed : {2, 8})
           for (int min_blocks : Version::kMinBlocksPerPart)
-            configs.push_back(Config{TuneConfig{fixed, evict_first, min_blocks, partials}});
+            for (bool tail : {false, true})
+              if (!tail || spare_sms)
+                configs.push_back(Config{TuneConfig{fixed, evict_first, min_blocks, partials, tail}});
     }
     return configs;
   }
