@@ -341,6 +341,60 @@ TEST(MlaDecodeTailParts, ALastRowOfShortPartsWhereColumnsLeaveSmsIdle) {
   EXPECT_EQ(count("cute/mla_decode/paged_sm90/v3", s1).count(true), 0u);
 }
 
+// A step plan whose schedule has a tail row (8 columns on 132 SMs: 16 full rows + a row of half
+// parts, pieces cut into it): it serves two layers, runs bitwise-repeatably, and a request whose
+// page count changed after planning is written as NaN and reported, the others stay correct.
+TEST(MlaDecodeTailParts, StepPlanWithATailRow) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  if (auto mismatch = arch_mismatch({9, 0, true}, device())) GTEST_SKIP() << *mismatch;
+  if (paged_sm90::part_grid(8, device().sm_count, true).tail_waves == 0)
+    GTEST_SKIP() << device().sm_count << " SMs: 8 columns leave none idle, no tail row";
+  // Costs (pages + fixed overhead 2) 49, 12, 0, 81, 23: 165 on a line of 16 x 2 + 1 half parts, 10
+  // each, leaves the last 5 (request 4's end) to the tail row.
+  const MlaDecodeCase c = make_case(5, 4, 128, 1, true, DType::bf16, {3000, 640, 0, 5000, 1344});
+  MlaDecodeWorkspace layer0(c, 101), layer1(c, 102);
+  paged_sm90::TuneConfig config;
+  config.fixed_overhead_blocks = 2;
+  config.partials = PartialFormat::out_dtype;
+  config.tail_parts = true;
+  const paged_sm90::Runner r(validate_args(layer0.args(), /*checked=*/false, nullptr, KvFormats::all()),
+                             device(), config,
+                             paged_sm90_v3::main_kernel(DType::bf16, PartialFormat::out_dtype));
+  std::unique_ptr<paged_sm90::StepPlan> plan = r.make_step_plan();
+  r.plan_step(*plan, layer0.seqlens.view(), nullptr);
+  std::vector<std::uint8_t> first;
+  for (MlaDecodeWorkspace* ws : {&layer0, &layer1, &layer0}) {
+    MlaDecodeArgs args = ws->args();
+    args.seqlens = layer0.seqlens.view();
+    ws->poison(nullptr);
+    r.run(*plan, args, nullptr);
+    CUTELAB_CUDA(cudaDeviceSynchronize());
+    expect_matches_reference(*ws, args, ws == &layer0 ? "layer 0" : "layer 1");
+    if (ws != &layer0) continue;
+    const std::vector<std::uint8_t> bytes = copy_to_host_bytes(ws->out.view());
+    if (first.empty())
+      first = bytes;
+    else
+      EXPECT_EQ(bytes, first) << "layer 0 run twice";
+  }
+  EXPECT_EQ(plan->reuse_error(nullptr), "");
+
+  const std::vector<int> other_pages = {3000, 640, 0, 4990, 1344};  // request 3: 78 pages, planned 79
+  layer0.seqlens.upload(other_pages.data(), other_pages.size() * sizeof(int));
+  layer0.poison(nullptr);
+  r.run(*plan, layer0.args(), nullptr);
+  CUTELAB_CUDA(cudaDeviceSynchronize());
+  EXPECT_THAT(plan->reuse_error(nullptr), HasSubstr("page counts differ"));
+  const std::vector<float> out = copy_to_host_float(layer0.out.view());
+  const std::size_t row = static_cast<std::size_t>(c.s_q) * c.h_q * kHeadDimV;
+  for (int req = 0; req < 5; ++req) {
+    int nans = 0;
+    for (std::size_t i = req * row; i < (req + 1) * row; ++i) nans += std::isnan(out[i]) ? 1 : 0;
+    EXPECT_EQ(nans, req == 3 ? static_cast<int>(row) : 0) << "request " << req;
+  }
+}
+
 // v3 loads a Q tile as one TMA box of whole query tokens: a 64-row tile that would start inside a
 // query token's heads (48 heads per KV head, s_q 2) is refused with the reason; v2, which loads Q
 // row by row, serves it; 3 heads per KV head with s_q 2 (6 rows, one tile) is served by both.
