@@ -172,7 +172,7 @@ Runner::Runner(const MlaDecodeDims& d, const DeviceInfo& dev, const TuneConfig& 
     const std::optional<std::string> why = q_tile_refusal(d.h_q / d.h_kv, d.s_q);
     CUTELAB_REQUIRE(!why, main_.name, ": ", why.value_or(""));
   }
-  m_tiles_ = ceil_div(d.s_q * (d.h_q / d.h_kv), kBlockM);
+  m_tiles_ = m_tiles_of(d.s_q, d.h_q, d.h_kv);
   // One CTA per SM: the grid is (KV heads x M tiles) x parts.
   const PartGrid grid = part_grid(d.h_kv * m_tiles_, dev.sm_count, c.tail_parts);
   num_parts_ = grid.num_parts;

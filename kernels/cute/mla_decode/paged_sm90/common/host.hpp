@@ -120,6 +120,11 @@ class Runner {
   int tail_waves_ = 0;  // SplitSchedule::tail_waves (0 unless config.tail_parts)
 };
 
+// M tiles of kBlockM packed query rows per KV head, and the grid's columns: h_kv x M tiles.
+[[nodiscard]] inline int m_tiles_of(int s_q, int h_q, int h_kv) {
+  return (s_q * (h_q / h_kv) + kBlockM - 1) / kBlockM;
+}
+
 // The grid a Runner launches for `units` = h_kv x M tiles columns on `sm_count` SMs: full rows of
 // parts, plus with `tail_parts` (where SMs are left over) a last row of shorter parts run in
 // `tail_waves` waves on them.

@@ -122,11 +122,9 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
                                                  const DeviceInfo& dev) const override {
     std::vector<Config> configs;
     // A short last row of parts where the grid's columns leave SMs idle (each config both ways).
-    bool spare_sms = false;
-    if (p.h_kv > 0 && p.h_q % p.h_kv == 0 && dev.sm_count > 0) {
-      const int units = p.h_kv * ((p.s_q * (p.h_q / p.h_kv) + kBlockM - 1) / kBlockM);
-      spare_sms = part_grid(units, dev.sm_count, true).tail_waves > 0;
-    }
+    const bool spare_sms =
+        p.h_kv > 0 && p.h_q % p.h_kv == 0 && dev.sm_count > 0 &&
+        part_grid(p.h_kv * m_tiles_of(p.s_q, p.h_q, p.h_kv), dev.sm_count, true).tail_waves > 0;
     for (PartialFormat partials : {PartialFormat::fp32, PartialFormat::out_dtype}) {
       // fp32 rows always (validate() names what a version cannot run); 16-bit rows where a main
       // kernel writes them.
