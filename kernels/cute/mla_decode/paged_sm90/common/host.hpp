@@ -16,6 +16,7 @@
 
 #include "cute/mla_decode/paged_sm90/common/main_kernel.hpp"
 #include "cute/mla_decode/paged_sm90/common/params.hpp"
+#include "cutelab/core/math.hpp"
 #include "cutelab/runtime/device.hpp"
 #include "cutelab/runtime/kernel.hpp"
 #include "cutelab/runtime/tensor.hpp"
@@ -122,7 +123,7 @@ class Runner {
 
 // M tiles of kBlockM packed query rows per KV head, and the grid's columns: h_kv x M tiles.
 [[nodiscard]] inline int m_tiles_of(int s_q, int h_q, int h_kv) {
-  return (s_q * (h_q / h_kv) + kBlockM - 1) / kBlockM;
+  return ceil_div(s_q * (h_q / h_kv), kBlockM);
 }
 
 // The grid a Runner launches for `units` = h_kv x M tiles columns on `sm_count` SMs: full rows of
