@@ -38,6 +38,14 @@ CUTE_DEVICE void for_each_piece(const Params& p, const PartInfo& pi, F&& f) {
   }
 }
 
+// What a piece needs of its request beyond its pages: the schedule's entry and the call's length.
+// Read where the piece starts, they are off the path from its last P V through its epilogue to the
+// next piece's first Q K^T (write_piece reading them there put one dependent L2 round trip on it).
+struct PieceRequest {
+  RequestSplit split;
+  int seqlen;
+};
+
 // A part's pages in the order a version loads them, across its request pieces (so the loads run
 // into the next piece while the current one finishes): every kStride-th page from `offset` of
 // each piece (v2: stride 2, one stream per buffer; v3: stride 1).
@@ -275,16 +283,17 @@ CUTE_DEVICE void store_row_sectors(Element* dst, const FragO& tOrO, int h, float
 // partial; its output is 0 either way. `out_scale` multiplies the output (an FP8 cache's
 // per-tensor scale, which the tile's values leave out). A split request's piece writes its
 // partial row in kPartials (p.partials.format says the same to the combine).
+// `request`: the piece's PieceRequest (as read when the piece started).
 template <class Element, int kHeadDimV, int kBlockM, PartialFormat kPartials = PartialFormat::fp32,
           class FragO>
-CUTE_DEVICE void write_piece(const Params& p, int req, int kv_head, int m_tile, int part, int r0,
-                             int col_base, bool writes_lse, const float (&row_max)[2],
+CUTE_DEVICE void write_piece(const Params& p, int req, const PieceRequest& request, int kv_head, int m_tile,
+                             int part, int r0, int col_base, bool writes_lse, const float (&row_max)[2],
                              const float (&row_sum)[2], const FragO& tOrO, float out_scale = 1.f) {
-  const RequestSplit rs = p.schedule.requests[req];
+  const RequestSplit& rs = request.split;
   const bool split = rs.num_splits > 1;
   const int slot = rs.split_offset + part - rs.first_part;
   // The call's length needs another page count than the plan covered: refuse loudly (NaN).
-  const bool stale = planned_pages(p.seqlens[req]) != rs.num_blocks;
+  const bool stale = planned_pages(request.seqlen) != rs.num_blocks;
   if (stale && p.schedule.reuse_error && threadIdx.x % 128 == 0) *p.schedule.reuse_error = 1;
   float inv[2], lse[2];
   CUTE_UNROLL
@@ -327,6 +336,17 @@ CUTE_DEVICE void write_piece(const Params& p, int req, int kv_head, int m_tile, 
       if (writes_lse) p.partials.lse[slot_row] = lse[h];
     }
   }
+}
+
+// write_piece reading the piece's PieceRequest here.
+template <class Element, int kHeadDimV, int kBlockM, PartialFormat kPartials = PartialFormat::fp32,
+          class FragO>
+CUTE_DEVICE void write_piece(const Params& p, int req, int kv_head, int m_tile, int part, int r0,
+                             int col_base, bool writes_lse, const float (&row_max)[2],
+                             const float (&row_sum)[2], const FragO& tOrO, float out_scale = 1.f) {
+  const PieceRequest request{p.schedule.requests[req], p.seqlens[req]};
+  write_piece<Element, kHeadDimV, kBlockM, kPartials>(p, req, request, kv_head, m_tile, part, r0, col_base,
+                                                      writes_lse, row_max, row_sum, tOrO, out_scale);
 }
 
 // Sum over the 4 lanes that share an accumulator row.

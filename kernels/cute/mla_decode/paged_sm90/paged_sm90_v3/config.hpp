@@ -11,7 +11,8 @@
 // thread loads each piece's Q tile by TMA once warpgroup 0 has finished the previous piece's pages
 // (its RoPE columns into the free P tile the piece's first page will use; warpgroup 1 takes them
 // into registers from there): the load runs under both warpgroups' epilogues instead of starting
-// the piece with a round trip to memory.
+// the piece with a round trip to memory. Warpgroup 1 also keeps Q's last latent chunk in registers
+// (an RS step of Q K^T): Q K^T's SS steps read 128 bytes of shared memory a tensor clock, all of it.
 
 #include <cstdint>
 

@@ -119,6 +119,10 @@ struct Kernel {
     const auto page_shape = Shape<Int<kBlockM>, Int<kBlockN>>{};
 
     Tensor tSrQRope = make_tensor<Element>(partition_shape_A(mma_rope, page_shape));  // (MMA,1,4)
+    // Q's last latent chunk, also in registers: its k-steps read only K from shared memory, whose
+    // bandwidth the SS steps use up (0.5-1.4% on the h_q = 128 rows; a second chunk measured slower).
+    constexpr int kRegChunk = T::kLatentChunks - 1;
+    Tensor tSrQReg = make_tensor<Element>(partition_shape_A(mma_rope, page_shape));  // (MMA,1,4)
     Tensor tSrS = partition_fragment_C(mma_qk, page_shape);  // (MMA,1,1) S, then P (fp32)
     Tensor tOrP = make_tensor<Element>(partition_shape_A(mma_pv_regs, page_shape));  // (MMA,1,4)
     Tensor tOrO =
@@ -159,6 +163,13 @@ struct Kernel {
       for (int c = 0; c < T::kLatentChunks; ++c) {
         FullBarrier::wait(&smem.kv_ready[buf][c], phase);
         warpgroup_arrive();
+        if (c == kRegChunk) {
+          mma_rope.accumulate_ = GMMA::ScaleOut::One;
+          CUTE_UNROLL
+          for (int k = 0; k < kSteps; ++k)
+            cute::gemm(mma_rope, tSrQReg(_, _, k), tSrKRope(_, _, c * kSteps + k), tSrS);
+          continue;
+        }
         CUTE_UNROLL
         for (int k = c * kSteps; k < (c + 1) * kSteps; ++k) {
           cute::gemm(mma_qk, tSrQ(_, _, k), tSrK(_, _, k), tSrS);
@@ -202,8 +213,10 @@ struct Kernel {
     };
 
     paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
-      const int seqlen = p.seqlens[req];
-      const int last_page = p.schedule.requests[req].num_blocks - 1;
+      // Read here, not in the epilogue (write_piece), where it was an L2 round trip before the stores.
+      const paged_sm90::PieceRequest request{p.schedule.requests[req], p.seqlens[req]};
+      const int seqlen = request.seqlen;
+      const int last_page = request.split.num_blocks - 1;
       // Tokens past the sequence's end may hold anything (NaN in the tests): 0 * NaN is NaN in
       // the tensor core, so each reader of a last page's V zeroes its V columns of those rows.
       const auto zero_tail = [&](int buf, int page) CUTLASS_LAMBDA_FUNC_INLINE {
@@ -221,6 +234,8 @@ struct Kernel {
         FullBarrier::wait(&smem.q_ready, piece & 1);
         paged_sm90::read_rope_operand<T>(smem.p[g & 1].data(), tSrQRope, sm90::opaque(r0),
                                          sm90::opaque(col0));
+        paged_sm90::read_rope_operand<T>(smem.q.data() + kRegChunk * kBlockM * T::kChunk, tSrQReg,
+                                         sm90::opaque(r0), sm90::opaque(col0));
         NamedBarrier::sync(128, T::kWarpgroupSync + kWG);
 
         int limit[2];  // keys visible to rows r0 and r0 + 8
@@ -270,7 +285,7 @@ struct Kernel {
       }
       // Opaque row and column: their addresses are made here, not kept live through the piece.
       paged_sm90::write_piece<Element, T::kHeadDimV, kBlockM, kPartials>(
-          p, sm90::opaque(req), kv_head(), m_tile(), blockIdx.y, sm90::opaque(r0),
+          p, sm90::opaque(req), request, kv_head(), m_tile(), blockIdx.y, sm90::opaque(r0),
           kWG * T::kVColsPerWarpgroup + sm90::opaque(col0), kOwner && col0 == 0, run_max, row_sum, tOrO);
       ++piece;
     });
