@@ -120,7 +120,7 @@ struct Kernel {
 
     Tensor tSrQRope = make_tensor<Element>(partition_shape_A(mma_rope, page_shape));  // (MMA,1,4)
     // Q's last latent chunk, also in registers: its k-steps read only K from shared memory, whose
-    // bandwidth the SS steps use up (0.5-1.4% on the h_q = 128 rows; a second chunk measured slower).
+    // bandwidth the SS steps use up (0.3-0.7% on the h_q = 128 rows alone; a second chunk was slower).
     constexpr int kRegChunk = T::kLatentChunks - 1;
     Tensor tSrQReg = make_tensor<Element>(partition_shape_A(mma_rope, page_shape));  // (MMA,1,4)
     Tensor tSrS = partition_fragment_C(mma_qk, page_shape);  // (MMA,1,1) S, then P (fp32)
