@@ -163,11 +163,14 @@ struct Kernel {
       for (int c = 0; c < T::kLatentChunks; ++c) {
         FullBarrier::wait(&smem.kv_ready[buf][c], phase);
         warpgroup_arrive();
-        if (c == kRegChunk) {
-          mma_rope.accumulate_ = GMMA::ScaleOut::One;
+        if (c == kRegChunk) {  // any chunk: as chunk 0 it starts S, and the SS steps after it add to it
+          mma_rope.accumulate_ = c == 0 ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
           CUTE_UNROLL
-          for (int k = 0; k < kSteps; ++k)
+          for (int k = 0; k < kSteps; ++k) {
             cute::gemm(mma_rope, tSrQReg(_, _, k), tSrKRope(_, _, c * kSteps + k), tSrS);
+            mma_rope.accumulate_ = GMMA::ScaleOut::One;
+          }
+          mma_qk.accumulate_ = GMMA::ScaleOut::One;
           continue;
         }
         CUTE_UNROLL
