@@ -152,6 +152,7 @@ CUTE_DEVICE void load_q_tile(const Params& p, typename Traits::Element* q_smem, 
 
 // Reads this thread's RoPE operand of the RS Q K^T (register order as load_q_tile's) from a Q tile's
 // RoPE columns staged in a P tile (K-major, the layout a TMA box of 64 rows x 64 columns writes).
+// Any 64-column chunk of a Q tile in that layout reads the same way (v3: its last latent chunk).
 template <class Traits, class FragRope>
 CUTE_DEVICE void read_rope_operand(const typename Traits::Element* staged, FragRope& tSrQRope, int r0,
                                    int col0) {
