@@ -1,13 +1,16 @@
 // Host checks of the layout facts paged_sm90_fp8 v2 relies on, computed with CuTe itself: its
 // hand-written shared-memory addresses (sw64_offset) and the order in which P's e4m3 codes sit
-// in the A operand's registers, in warpgroup 0's P tile and in V^T's token positions.
+// in the A operand's registers, in warpgroup 0's P tile and in V^T's token positions; for v6 / v7
+// (v3's kernel with their Traits), the spread row order and the Q operand registers.
 
 #include <gtest/gtest.h>
 
 #include <set>
+#include <utility>
 
 #include <cute/tensor.hpp>
 
+#include "cute/mla_decode/paged_sm90_fp8/common/row_order.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/common/swizzle.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v2/config.hpp"
 
@@ -91,6 +94,67 @@ TEST(PagedSm90Fp8V2Layout, PackedPCodesAreTheOperandsInTokenAtOrder) {
         make_tensor(make_smem_ptr(static_cast<typename T::Code*>(nullptr)), typename T::SmemLayoutP{});
     EXPECT_EQ(size<2>(mma_pv_smem.get_thread_slice(t).partition_A(sP)), 2);
   }
+}
+
+// v6 / v7 (kSpreadRows): the spread order is a permutation of the tile's rows, and by CuTe's
+// accumulator layout every thread's first row holds a packed row below kBlockM / 2 (all of them
+// between the 128 threads) and its second row that row + kBlockM / 2 (write_piece's row_step).
+TEST(PagedSm90Fp8V2Layout, SpreadRowsLeaveEveryThreadsSecondRowToTheUpperHalf) {
+  const auto spread = [](int row) { return paged_sm90_fp8::packed_row<T::kBlockM, true>(row); };
+  const auto unspread = [](int row) { return paged_sm90_fp8::packed_row<T::kBlockM, false>(row); };
+  std::set<int> all;
+  for (int r = 0; r < T::kBlockM; ++r) {
+    all.insert(spread(r));
+    EXPECT_EQ((paged_sm90_fp8::accumulator_row<T::kBlockM, true>(spread(r))), r);
+    EXPECT_EQ((paged_sm90_fp8::accumulator_row<T::kBlockM, false>(unspread(r))), r);
+  }
+  EXPECT_EQ(all.size(), static_cast<std::size_t>(T::kBlockM));
+  EXPECT_EQ(*all.rbegin(), T::kBlockM - 1);
+  EXPECT_EQ(spread(8) - spread(0), T::kBlockM / 2);  // the row_step v3's kernel passes to write_piece
+  typename T::TiledMmaQK mma_qk;
+  const auto page = Shape<Int<T::kBlockM>, Int<T::kBlockN>>{};
+  std::set<int> first_rows;
+  for (int t = 0; t < 128; ++t) {
+    Tensor tScS = mma_qk.get_thread_slice(t).partition_C(make_identity_tensor(page));
+    int rows[2] = {-1, -1};  // the thread's rows, by the kernel's h = (i >> 1) & 1
+    for (int i = 0; i < size(tScS); ++i) {
+      const int h = (i >> 1) & 1, row = get<0>(tScS(i));
+      if (rows[h] < 0) rows[h] = row;
+      ASSERT_EQ(rows[h], row) << "thread " << t << " value " << i;
+    }
+    const int first = spread(rows[0]), second = spread(rows[1]);
+    EXPECT_LT(first, T::kBlockM / 2) << "thread " << t;
+    EXPECT_EQ(second, first + T::kBlockM / 2) << "thread " << t;
+    first_rows.insert(first);
+    EXPECT_EQ(unspread(rows[1]), unspread(rows[0]) + 8);
+  }
+  EXPECT_EQ(first_rows.size(), static_cast<std::size_t>(T::kBlockM / 2));
+}
+
+// v7 (kQRegisterSteps): read_q_registers copies Q's codes through the RS atom's partition of the
+// latent tile into a fragment made from the same atom's A shape; the RS S then reads, at each
+// k-step, exactly the (row, column) elements the SS step reads from shared memory.
+TEST(PagedSm90Fp8V2Layout, QRegisterStepsCoverTheSsStepsElements) {
+  using RsQK = decltype(make_tiled_mma(SM90::GMMA::rs_op_selector<typename T::Code, typename T::Code, float,
+                                                                  typename T::QKShape, GMMA::Major::K,
+                                                                  GMMA::Major::K>()));
+  RsQK mma_rs;
+  const auto latent = Shape<Int<T::kBlockM>, Int<T::kHeadDimV>>{};
+  constexpr int kSteps = T::kHeadDimV / 32;
+  std::set<std::pair<int, int>> seen;
+  for (int t = 0; t < 128; ++t) {
+    Tensor tc = mma_rs.get_thread_slice(t).partition_A(make_identity_tensor(latent));  // (MMA,1,16)
+    ASSERT_EQ(size<2>(tc), kSteps);
+    Tensor frag = make_tensor<typename T::Code>(partition_shape_A(mma_rs, Shape<Int<T::kBlockM>, _32>{}));
+    ASSERT_EQ(size(frag), size<0>(tc));  // one k-step of the thread's codes
+    for (int k = 0; k < kSteps; ++k)
+      for (int v = 0; v < size<0>(tc); ++v) {
+        const int row = get<0>(tc(v, 0, k)), col = get<1>(tc(v, 0, k));
+        EXPECT_EQ(col / 32, k);
+        seen.insert({row, col});
+      }
+  }
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(T::kBlockM * T::kHeadDimV));  // every code once
 }
 
 TEST(PagedSm90Fp8V2Layout, SharedStorageFitsHopper) {

@@ -278,7 +278,8 @@ CUTE_DEVICE void store_row_sectors(Element* dst, const FragO& tOrO, int h, float
 }
 
 // Writes one warpgroup's O columns [col_base, col_base + N) of a finished piece. Accumulator
-// register i holds row r0 + 8 * ((i >> 1) & 1), column col_base + (i & 1) + 8 * (i >> 2).
+// register i holds packed row r0 + row_step * ((i >> 1) & 1) of the M tile (row_step 8 unless a
+// design spreads its rows), column col_base + (i & 1) + 8 * (i >> 2).
 // `row_max` is in log2 units of the scaled logits; `row_sum` the complete sum of the row's
 // probabilities. A row that saw no key gets lse +inf as a final result, -inf (weight 0) as a
 // partial; its output is 0 either way. `out_scale` multiplies the output (an FP8 cache's
@@ -289,7 +290,8 @@ template <class Element, int kHeadDimV, int kBlockM, PartialFormat kPartials = P
           class FragO>
 CUTE_DEVICE void write_piece(const Params& p, int req, const PieceRequest& request, int kv_head, int m_tile,
                              int part, int r0, int col_base, bool writes_lse, const float (&row_max)[2],
-                             const float (&row_sum)[2], const FragO& tOrO, float out_scale = 1.f) {
+                             const float (&row_sum)[2], const FragO& tOrO, float out_scale = 1.f,
+                             int row_step = 8) {
   const RequestSplit& rs = request.split;
   const bool split = rs.num_splits > 1;
   const int slot = rs.split_offset + part - rs.first_part;
@@ -307,7 +309,7 @@ CUTE_DEVICE void write_piece(const Params& p, int req, const PieceRequest& reque
   }
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {
-    const int packed = m_tile * kBlockM + r0 + 8 * h;
+    const int packed = m_tile * kBlockM + r0 + row_step * h;
     if (!split) {
       int s = 0, head = 0;
       row_coords(p, min(packed, p.rows_per_head - 1), kv_head, s, head);
@@ -344,10 +346,11 @@ template <class Element, int kHeadDimV, int kBlockM, PartialFormat kPartials = P
           class FragO>
 CUTE_DEVICE void write_piece(const Params& p, int req, int kv_head, int m_tile, int part, int r0,
                              int col_base, bool writes_lse, const float (&row_max)[2],
-                             const float (&row_sum)[2], const FragO& tOrO, float out_scale = 1.f) {
+                             const float (&row_sum)[2], const FragO& tOrO, float out_scale = 1.f,
+                             int row_step = 8) {
   const PieceRequest request{p.schedule.requests[req], p.seqlens[req]};
   write_piece<Element, kHeadDimV, kBlockM, kPartials>(p, req, request, kv_head, m_tile, part, r0, col_base,
-                                                      writes_lse, row_max, row_sum, tOrO, out_scale);
+                                                      writes_lse, row_max, row_sum, tOrO, out_scale, row_step);
 }
 
 // Sum over the 4 lanes that share an accumulator row.

@@ -16,6 +16,7 @@
 
 #include "cute/mla_decode/paged_sm90/common/pieces.cuh"
 #include "cute/mla_decode/paged_sm90_fp8/common/codes.cuh"
+#include "cute/mla_decode/paged_sm90_fp8/common/row_order.hpp"
 #include "cutelab/device/sm90/opaque.cuh"
 #include "cutelab/device/sm90/pdl.cuh"
 
@@ -32,6 +33,54 @@ struct TensorCoreKernel {
   using SharedStorage = typename T::SharedStorage;
   static constexpr int kBlockM = T::kBlockM;
   static constexpr int kBlockN = T::kBlockN;
+  // Traits::kSpreadRows (default false): Q's packed rows spread over the M tile so that a tile of
+  // at most kBlockM / 2 live rows leaves every thread's second accumulator row (r0 + 8) padding.
+  static constexpr bool kSpreadRows = [] {
+    if constexpr (requires { T::kSpreadRows; })
+      return T::kSpreadRows;
+    else
+      return false;
+  }();
+
+  // Traits::kTransposerRegisters / kOwnerRegisters (default kConsumerRegisters each): the
+  // registers setmaxnreg gives warpgroup 0 (V^T, its half of O) and warpgroup 1 (S, softmax, its
+  // half of O); their sum is the two consumers' share.
+  static constexpr int kTransposerRegisters = [] {
+    if constexpr (requires { T::kTransposerRegisters; })
+      return T::kTransposerRegisters;
+    else
+      return T::kConsumerRegisters;
+  }();
+  static constexpr int kOwnerRegisters = 2 * T::kConsumerRegisters - kTransposerRegisters;
+
+  // Traits::kQRegisterSteps (default 0): Q's last latent k-steps (32 columns each) that S reads
+  // from registers (RS) instead of shared memory; 4 registers a step in the S owner.
+  static constexpr int kQRegisterSteps = [] {
+    if constexpr (requires { T::kQRegisterSteps; })
+      return T::kQRegisterSteps;
+    else
+      return 0;
+  }();
+
+  // Traits::kPRegisterImage (default false): P goes to warpgroup 0 as the S owner's A-operand
+  // registers written to shared memory as they are (thread t's 8 words at p_image_offset), read
+  // back into the same registers by warpgroup 0's thread t for an RS P V. Generic stores and
+  // loads on both sides: no fence.proxy.async on the S owner's path.
+  static constexpr bool kPRegisterImage = [] {
+    if constexpr (requires { T::kPRegisterImage; })
+      return T::kPRegisterImage;
+    else
+      return false;
+  }();
+
+  // Byte offset of word group k (0, 1: words 4k .. 4k + 3) of thread t in a P image: 16-byte
+  // units, a warp's 512 bytes contiguous (conflict-free 16-byte stores and loads).
+  CUTE_DEVICE static std::uint32_t p_image_offset(int t, int k) { return k * 2048 + t * 16; }
+
+  // The packed row (within the M tile) that accumulator row `row` holds (row_order.hpp).
+  CUTE_HOST_DEVICE static constexpr int packed_row(int row) {
+    return paged_sm90_fp8::packed_row<kBlockM, kSpreadRows>(row);
+  }
 
   CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map) {
     extern __shared__ __align__(1024) char smem_raw[];
@@ -52,11 +101,19 @@ struct TensorCoreKernel {
       if (threadIdx.x == 256) produce(p, kv_map, rope_map, smem, part);
       return;
     }
-    cutlass::arch::warpgroup_reg_alloc<T::kConsumerRegisters>();
-    if (threadIdx.x < 128)
+    if constexpr (kTransposerRegisters == kOwnerRegisters) {
+      cutlass::arch::warpgroup_reg_alloc<T::kConsumerRegisters>();
+      if (threadIdx.x < 128)
+        Derived::template consume<0>(p, smem, part);
+      else
+        Derived::template consume<1>(p, smem, part);
+    } else if (threadIdx.x < 128) {
+      cutlass::arch::warpgroup_reg_alloc<kTransposerRegisters>();
       Derived::template consume<0>(p, smem, part);
-    else
+    } else {
+      cutlass::arch::warpgroup_reg_alloc<kOwnerRegisters>();
       Derived::template consume<1>(p, smem, part);
+    }
   }
 
   // The barriers every design of the family has (one thread, before fence_barrier_init).
@@ -157,8 +214,10 @@ struct TensorCoreKernel {
     constexpr int kUnits = kCols / 8 / 8;  // 16-byte units of q per thread and row
     const int j = thread % 8;
     const std::uint32_t q_base = cute::cast_smem_ptr_to_uint(smem.q);
-    for (int row = thread / 8; row < kBlockM; row += 16) {
-      const int packed = m_tile * kBlockM + row;
+    // By packed row, so that the live rows of a partly padded tile come first (one pass at <= 16).
+    for (int local = thread / 8; local < kBlockM; local += 16) {
+      const int row = paged_sm90_fp8::accumulator_row<kBlockM, kSpreadRows>(local);
+      const int packed = m_tile * kBlockM + local;
       const bool live = packed < p.rows_per_head;
       const Element* src = paged_sm90::q_row<Element>(p, req, kv_head, live ? packed : 0);
       uint4 v[kUnits];
@@ -236,6 +295,61 @@ struct TensorCoreKernel {
     warpgroup_fence_operand(acc);
   }
 
+  // Q's last kQRegisterSteps latent k-steps from the codes in shared memory into the S owner's RS
+  // operand registers (once a piece, after its codes are written and synced).
+  template <class ThrMmaRegs, class FragQ>
+  CUTE_DEVICE static void read_q_registers(const ThrMmaRegs& thr_rs, FragQ& tSrQReg, SharedStorage& smem) {
+    using namespace cute;
+    Tensor tSsQ = thr_rs.partition_A(make_tensor(make_smem_ptr(reinterpret_cast<const Code*>(smem.q)),
+                                                 typename T::SmemLayoutLatent{}));  // (MMA,1,16)
+    constexpr int kFirst = size<2>(tSsQ) - kQRegisterSteps;
+    CUTE_UNROLL
+    for (int k = 0; k < kQRegisterSteps; ++k) copy(tSsQ(_, _, kFirst + k), tSrQReg(_, _, k));
+  }
+
+  // issue_s with Q's last kQRegisterSteps latent k-steps from registers (read_q_registers): those
+  // steps read only K from shared memory.
+  template <class Mma, class ThrMma, class MmaRegs, class ThrMmaRegs, class FragQ, class FragS>
+  CUTE_DEVICE static void issue_s(Mma& mma_qk, const ThrMma& thr_qk, MmaRegs& mma_rs, const ThrMmaRegs& thr_rs,
+                                  FragQ& tSrQReg, FragS& acc, SharedStorage& smem, int slot, int phase) {
+    using namespace cute;
+    Code* q_codes = reinterpret_cast<Code*>(sm90::opaque(smem.q));
+    Code* k_codes = reinterpret_cast<Code*>(sm90::opaque(smem.stage[0]) + slot * T::kStageBytes);
+    Tensor tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(
+        make_tensor(make_smem_ptr(q_codes), typename T::SmemLayoutLatent{})));  // (MMA,1,16)
+    Tensor tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(
+        make_tensor(make_smem_ptr(k_codes), typename T::SmemLayoutLatent{})));  // (MMA,1,16)
+    Tensor tSrKRegs = thr_rs.make_fragment_B(thr_rs.partition_B(
+        make_tensor(make_smem_ptr(k_codes), typename T::SmemLayoutLatent{})));  // (MMA,1,16)
+    Tensor tSrQRope = thr_qk.make_fragment_A(thr_qk.partition_A(
+        make_tensor(make_smem_ptr(q_codes + T::kRopeOffset), typename T::SmemLayoutRope{})));  // (MMA,1,2)
+    Tensor tSrKRope = thr_qk.make_fragment_B(thr_qk.partition_B(
+        make_tensor(make_smem_ptr(k_codes + T::kRopeOffset), typename T::SmemLayoutRope{})));  // (MMA,1,2)
+    constexpr int kFirst = size<2>(tSrQ) - kQRegisterSteps;
+    FullBarrier::wait(&smem.stage_full[slot], phase);
+    warpgroup_fence_operand(acc);
+    warpgroup_fence_operand(tSrQReg);
+    warpgroup_arrive();
+    mma_qk.accumulate_ = GMMA::ScaleOut::Zero;
+    CUTE_UNROLL
+    for (int k = 0; k < kFirst; ++k) {
+      cute::gemm(mma_qk, tSrQ(_, _, k), tSrK(_, _, k), acc);
+      mma_qk.accumulate_ = GMMA::ScaleOut::One;
+    }
+    mma_rs.accumulate_ = kFirst == 0 ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
+    CUTE_UNROLL
+    for (int k = 0; k < kQRegisterSteps; ++k) {
+      cute::gemm(mma_rs, tSrQReg(_, _, k), tSrKRegs(_, _, kFirst + k), acc);
+      mma_rs.accumulate_ = GMMA::ScaleOut::One;
+    }
+    mma_qk.accumulate_ = GMMA::ScaleOut::One;
+    CUTE_UNROLL
+    for (int k = 0; k < size<2>(tSrQRope); ++k) cute::gemm(mma_qk, tSrQRope(_, _, k), tSrKRope(_, _, k), acc);
+    warpgroup_commit_batch();
+    warpgroup_fence_operand(tSrQReg);
+    warpgroup_fence_operand(acc);
+  }
+
   // The S owner's packed P (`words`, e4m3 codes in the A operand's register order: word
   // 4 kb + 2 hi + h holds row r0 + 8 h, positions 32 kb + 16 hi + 4 (lane % 4) + 0..3) into its P V
   // operand registers and into P tile `buffer` for warpgroup 0.
@@ -244,6 +358,17 @@ struct TensorCoreKernel {
                                     const std::uint32_t (&words)[8]) {
     std::uint32_t* regs = reinterpret_cast<std::uint32_t*>(cute::raw_pointer_cast(tOrP.data()));
     const std::uint32_t p_base = cute::cast_smem_ptr_to_uint(smem.p[buffer]);
+    if constexpr (kPRegisterImage) {
+      CUTE_UNROLL
+      for (int i = 0; i < 8; ++i) regs[i] = words[i];
+      const int t = threadIdx.x % 128;
+      CUTE_UNROLL
+      for (int k = 0; k < 2; ++k)
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(p_base + p_image_offset(t, k)),
+                     "r"(words[4 * k]), "r"(words[4 * k + 1]), "r"(words[4 * k + 2]), "r"(words[4 * k + 3])
+                     : "memory");
+      return;  // read by generic loads: the barrier's release orders them
+    }
     CUTE_UNROLL
     for (int kb = 0; kb < 2; ++kb) CUTE_UNROLL
     for (int hi = 0; hi < 2; ++hi) CUTE_UNROLL
@@ -264,13 +389,24 @@ struct TensorCoreKernel {
                                    int buffer) {
     using namespace cute;
     constexpr bool kOwner = kWG == 1;
+    if constexpr (!kOwner && kPRegisterImage) {  // the S owner's P registers, as it wrote them
+      std::uint32_t* regs = reinterpret_cast<std::uint32_t*>(cute::raw_pointer_cast(tOrP.data()));
+      const std::uint32_t p_base = cute::cast_smem_ptr_to_uint(smem.p[buffer]);
+      const int t = threadIdx.x % 128;
+      CUTE_UNROLL
+      for (int k = 0; k < 2; ++k)
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(regs[4 * k]), "=r"(regs[4 * k + 1]), "=r"(regs[4 * k + 2]), "=r"(regs[4 * k + 3])
+                     : "r"(p_base + p_image_offset(t, k))
+                     : "memory");
+    }
     const auto v_half = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
       return make_tensor(
           make_smem_ptr(reinterpret_cast<Code*>(sm90::opaque(smem.vt[0]) + buffer * 2 * T::kVtHalfBytes +
                                                 kWG * T::kVtHalfBytes)),
           typename T::SmemLayoutVt{});  // (256,BLK_N)
     };
-    paged_sm90::issue_half_pv<kOwner>(
+    paged_sm90::issue_half_pv<kOwner || kPRegisterImage>(
         mma_pv_regs, thr_pv_regs, mma_pv_smem, thr_pv_smem, tOrP, tOrO,
         [&]() CUTLASS_LAMBDA_FUNC_INLINE {
           return make_tensor(make_smem_ptr(reinterpret_cast<Code*>(sm90::opaque(smem.p[buffer]))),
@@ -323,10 +459,8 @@ class VtTransposer {
   CUTE_DEVICE void transpose_page(int slot, int buffer, int valid) const {
     const std::uint32_t src_slot = slot * T::kStageBytes;
     const std::uint32_t dst_buffer = st_base + buffer * 2 * T::kVtHalfBytes;
-    CUTE_UNROLL
-    for (int step = 0; step < 2; ++step) {
+    const auto load = [&](int step, uint4(&rows)[8]) CUTLASS_LAMBDA_FUNC_INLINE {
       const std::uint32_t src = ld_base[step] + src_slot;
-      uint4 rows[8];
       CUTE_UNROLL
       for (int k = 0; k < 8; ++k) {
         const int tk = token_at(k);
@@ -334,24 +468,44 @@ class VtTransposer {
         if constexpr (kMask)
           if (16 * tg + static_cast<int>(st_batch[step] / 2) + tk >= valid) rows[k] = make_uint4(0, 0, 0, 0);
       }
-      const std::uint32_t dst = dst_buffer + st_batch[step];
+    };
+    // Traits::kTransposeOneRound: both batches' loads in flight at once (16 x 16 bytes a thread,
+    // one shared-memory round trip a page instead of two; needs the registers).
+    if constexpr (kOneRound) {
+      uint4 rows[2][8];
       CUTE_UNROLL
-      for (int w = 0; w < 4; ++w) {  // dims 4w .. 4w + 3 of the unit
-        std::uint32_t cols[2][4];    // [token quad][dim jj ^ u]
-        CUTE_UNROLL
-        for (int quad = 0; quad < 2; ++quad) {
-          const auto word = [&](int k) CUTLASS_LAMBDA_FUNC_INLINE {
-            const uint4& r = rows[4 * quad + k];
-            return w == 0 ? r.x : w == 1 ? r.y : w == 2 ? r.z : r.w;
-          };
-          transpose4x4(word(0), word(1), word(2), word(3), sel_a, sel_b, cols[quad]);
-        }
-        CUTE_UNROLL
-        for (int jj = 0; jj < 4; ++jj)
-          st_shared_64(dst + 256 * w + (st_row[jj] ^ ((w % 2) << 5)), cols[0][jj], cols[1][jj]);
+      for (int step = 0; step < 2; ++step) load(step, rows[step]);
+      CUTE_UNROLL
+      for (int step = 0; step < 2; ++step) store(step, dst_buffer, rows[step]);
+    } else {
+      CUTE_UNROLL
+      for (int step = 0; step < 2; ++step) {
+        uint4 rows[8];
+        load(step, rows);
+        store(step, dst_buffer, rows);
       }
     }
     cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
+  }
+
+  // Batch `step` of this thread's V^T block (rows as loaded) into V^T buffer `dst_buffer`.
+  CUTE_DEVICE void store(int step, std::uint32_t dst_buffer, const uint4 (&rows)[8]) const {
+    const std::uint32_t dst = dst_buffer + st_batch[step];
+    CUTE_UNROLL
+    for (int w = 0; w < 4; ++w) {  // dims 4w .. 4w + 3 of the unit
+      std::uint32_t cols[2][4];    // [token quad][dim jj ^ u]
+      CUTE_UNROLL
+      for (int quad = 0; quad < 2; ++quad) {
+        const auto word = [&](int k) CUTLASS_LAMBDA_FUNC_INLINE {
+          const uint4& r = rows[4 * quad + k];
+          return w == 0 ? r.x : w == 1 ? r.y : w == 2 ? r.z : r.w;
+        };
+        transpose4x4(word(0), word(1), word(2), word(3), sel_a, sel_b, cols[quad]);
+      }
+      CUTE_UNROLL
+      for (int jj = 0; jj < 4; ++jj)
+        st_shared_64(dst + 256 * w + (st_row[jj] ^ ((w % 2) << 5)), cols[0][jj], cols[1][jj]);
+    }
   }
 
   // Waits for page j, transposes it, frees its slot and signals V^T j ready.
@@ -375,6 +529,12 @@ class VtTransposer {
 
  private:
   static constexpr int kBlockN = T::kBlockN;
+  static constexpr bool kOneRound = [] {
+    if constexpr (requires { T::kTransposeOneRound; })
+      return T::kTransposeOneRound;
+    else
+      return false;
+  }();
   int c, u, tg, odd;
   std::uint32_t sel_a, sel_b;
   std::uint32_t ld_base[2], ld_swz[2], st_batch[2];

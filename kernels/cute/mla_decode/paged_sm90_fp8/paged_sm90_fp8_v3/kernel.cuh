@@ -68,6 +68,14 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     const auto page_shape = Shape<Int<kBlockM>, Int<kBlockN>>{};
 
     Tensor tSrS = partition_fragment_C(mma_qk, page_shape);                       // (MMA,1,1) S, then P
+    // Q's last Base::kQRegisterSteps latent k-steps as RS operand registers (T::kQRegisterSteps).
+    using MmaQKRegisters = decltype(cute::make_tiled_mma(
+        cute::SM90::GMMA::rs_op_selector<Code, Code, float, typename T::QKShape, cute::GMMA::Major::K,
+                                         cute::GMMA::Major::K>()));
+    MmaQKRegisters mma_qk_regs;
+    auto thr_qk_regs = mma_qk_regs.get_thread_slice(wg_thread);
+    Tensor tSrQReg = make_tensor<Code>(
+        partition_shape_A(mma_qk_regs, Shape<Int<kBlockM>, Int<32 * cute::max(1, Base::kQRegisterSteps)>>{}));
     Tensor tOrP = make_tensor<Code>(partition_shape_A(mma_pv_regs, page_shape));  // (MMA,1,2) P codes
     Tensor tOrO =
         partition_fragment_C(mma_pv_regs, Shape<Int<kBlockM>, Int<T::kVColsPerWarpgroup>>{});  // (MMA,1,1)
@@ -88,7 +96,10 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
 
     // S of the page staged in `slot`, issued and committed, not waited.
     const auto qk_issue = [&](int slot, int phase) CUTLASS_LAMBDA_FUNC_INLINE {
-      Base::issue_s(mma_qk, thr_qk, tSrS, smem, slot, phase);
+      if constexpr (Base::kQRegisterSteps > 0)
+        Base::issue_s(mma_qk, thr_qk, mma_qk_regs, thr_qk_regs, tSrQReg, tSrS, smem, slot, phase);
+      else
+        Base::issue_s(mma_qk, thr_qk, tSrS, smem, slot, phase);
     };
     const auto pv_issue = [&](int buffer) CUTLASS_LAMBDA_FUNC_INLINE {  // O += P V, not waited
       Base::template issue_pv<kWG>(mma_pv_regs, thr_pv_regs, mma_pv_smem, thr_pv_smem, tOrP, tOrO, smem,
@@ -97,7 +108,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     const auto pv_wait = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
       warpgroup_wait<0>();
       warpgroup_fence_operand(tOrO);
-      if constexpr (kOwner) warpgroup_fence_operand(tOrP);
+      if constexpr (kOwner || Base::kPRegisterImage) warpgroup_fence_operand(tOrP);
     };
     // P as e4m3 codes in the A operand's register order: word 4 kb + 2 hi + h holds row r0 + 8 h,
     // positions 32 kb + 16 hi + 4 (lane % 4) + 0..3, i.e. the accumulator's columns
@@ -113,7 +124,10 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       const int seqlen = p.seqlens[req];
       float run_max[2] = {-INFINITY, -INFINITY};  // log2 units of the scaled logits (warpgroup 1)
       float row_sum[2] = {0.f, 0.f};              // this thread's share (warpgroup 1)
-      clear(tOrO);
+      // With Q's steps in registers the S owner clears O after reading them: O is not live while Q's
+      // codes are made (with it, the piece's start ran out of registers and spilled).
+      constexpr bool kClearOLater = kOwner && Base::kQRegisterSteps > 0;
+      if constexpr (!kClearOLater) clear(tOrO);
 
       if constexpr (kOwner) {
         // Every thread has read the previous piece's q scales (and waited for its wgmma on the
@@ -121,6 +135,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         if (piece > 0) NamedBarrier::sync(128, T::kWarpgroupSync + kWG);
         Base::load_q_codes(p, smem, req, kv_head(), m_tile(), wg_thread);
         NamedBarrier::sync(128, T::kWarpgroupSync + kWG);
+        if constexpr (Base::kQRegisterSteps > 0) Base::read_q_registers(thr_qk_regs, tSrQReg, smem);
+        if constexpr (kClearOLater) clear(tOrO);
         // A row's logit factor: its q scale x the cache's x log2(e) / sqrt(d), folded into the
         // exponent's FMA (> 0, so a masked -inf stays -inf; a zero row has S = 0).
         float logit_factor[2];
@@ -129,10 +145,14 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
 
         int limit[2];  // keys visible to rows r0 and r0 + 8
         for (int h = 0; h < 2; ++h) {
-          const int packed = min(m_tile() * kBlockM + sm90::opaque(r0) + 8 * h, p.rows_per_head - 1);
+          const int packed =
+              min(m_tile() * kBlockM + Base::packed_row(sm90::opaque(r0) + 8 * h), p.rows_per_head - 1);
           limit[h] = p.causal ? seqlen - p.s_q + packed / p.heads_per_kv + 1 : seqlen;
         }
         const int min_limit = p.causal ? seqlen - p.s_q + 1 : seqlen;
+        // With spread rows and at most kBlockM / 2 live rows in the tile, every thread's second row
+        // (r0 + 8) is padding: its softmax is skipped and its P is 0 (T::kSpreadRows).
+        const bool half_rows = Base::kSpreadRows && p.rows_per_head - m_tile() * kBlockM <= kBlockM / 2;
 
         float scale[2];            // of the page whose P is packed: O's factor before its P V (O is
                                    // clear at a piece's first page)
@@ -146,7 +166,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         const auto softmax_and_pack = [&](int page, int gg) CUTLASS_LAMBDA_FUNC_INLINE {
           warpgroup_fence_operand(tSrS);
           if (lane == 0) SignalBarrier::arrive(&smem.slot_free[gg % T::kStages]);  // S is done reading it
-          const auto body = [&](auto masked) CUTLASS_LAMBDA_FUNC_INLINE {
+          const auto body = [&](auto masked, auto half) CUTLASS_LAMBDA_FUNC_INLINE {
+            constexpr int kRows = decltype(half)::value ? 1 : 2;  // rows of this thread with live values
             const auto logit = [&](int i) CUTLASS_LAMBDA_FUNC_INLINE {
               if constexpr (decltype(masked)::value)
                 if (page * kBlockN + col0 + (i & 1) + 8 * (i >> 2) >= limit[(i >> 1) & 1]) return -INFINITY;
@@ -155,10 +176,14 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
             float page_max[2] = {-INFINITY, -INFINITY};
             CUTE_UNROLL
             for (int i = 0; i < size(tSrS); ++i)
-              page_max[(i >> 1) & 1] = fmaxf(page_max[(i >> 1) & 1], logit(i));
+              if (((i >> 1) & 1) < kRows) page_max[(i >> 1) & 1] = fmaxf(page_max[(i >> 1) & 1], logit(i));
             float bias[2];
             CUTE_UNROLL
             for (int h = 0; h < 2; ++h) {
+              if (h >= kRows) {
+                scale[h] = 1.f;
+                continue;
+              }
               const float m_page = paged_sm90::quad_max(page_max[h]) * logit_factor[h];
               if (m_page > run_max[h] + kMaxSlack) {  // false while both are -inf
                 scale[h] = device::ex2_approx_ftz(run_max[h] - m_page);
@@ -175,6 +200,10 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
             for (int hi = 0; hi < 2; ++hi) CUTE_UNROLL
             for (int h = 0; h < 2; ++h) {
               const int j = 2 * h + 4 * (4 * kb + 2 * hi);  // accumulator j, j + 1, j + 4, j + 5: row h
+              if (h >= kRows) {
+                p_codes[4 * kb + 2 * hi + h] = 0u;
+                continue;
+              }
               float e[4];
               CUTE_UNROLL
               for (int q = 0; q < 4; ++q)
@@ -184,10 +213,15 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
               p_codes[4 * kb + 2 * hi + h] = codes::pack_e4m3x4(e[0], e[1], e[2], e[3]);
             }
           };
+          const auto rows = [&](auto masked) CUTLASS_LAMBDA_FUNC_INLINE {
+            if constexpr (Base::kSpreadRows)
+              if (half_rows) return body(masked, cute::true_type{});
+            body(masked, cute::false_type{});
+          };
           if ((page + 1) * kBlockN > min_limit)  // the page reaches some row's limit
-            body(cute::true_type{});
+            rows(cute::true_type{});
           else
-            body(cute::false_type{});
+            rows(cute::false_type{});
         };
         // The piece's first page alone: its S needs this piece's Q codes.
         qk_issue(g % T::kStages, (g / T::kStages) & 1);
@@ -230,9 +264,9 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         paged_sm90::read_piece_state(smem, piece, r0, run_max, row_sum);
       }
       paged_sm90::write_piece<Element, T::kHeadDimV, kBlockM>(
-          p, sm90::opaque(req), kv_head(), m_tile(), blockIdx.y, sm90::opaque(r0),
+          p, sm90::opaque(req), kv_head(), m_tile(), blockIdx.y, sm90::opaque(Base::packed_row(r0)),
           kWG * T::kVColsPerWarpgroup + sm90::opaque(col0), kOwner && col0 == 0, run_max, row_sum, tOrO,
-          kv_scale / T::kPScale);
+          kv_scale / T::kPScale, Base::packed_row(8) - Base::packed_row(0));
       ++piece;
     });
   }
