@@ -1,6 +1,6 @@
 // Host checks of the layout facts paged_sm90_fp8 v2 relies on, computed with CuTe itself: its
 // hand-written shared-memory addresses (sw64_offset) and the order in which P's e4m3 codes sit
-// in the A operand's registers, in warpgroup 0's P tile and in V^T's token positions; for v6 / v7
+// in the A operand's registers, in warpgroup 0's P tile and in V^T's token positions; for v9 / v10
 // (v3's kernel with their Traits), the spread row order and the Q operand registers.
 
 #include <gtest/gtest.h>
@@ -96,7 +96,7 @@ TEST(PagedSm90Fp8V2Layout, PackedPCodesAreTheOperandsInTokenAtOrder) {
   }
 }
 
-// v6 / v7 (kSpreadRows): the spread order is a permutation of the tile's rows, and by CuTe's
+// v9 / v10 (kSpreadRows): the spread order is a permutation of the tile's rows, and by CuTe's
 // accumulator layout every thread's first row holds a packed row below kBlockM / 2 (all of them
 // between the 128 threads) and its second row that row + kBlockM / 2 (write_piece's row_step).
 TEST(PagedSm90Fp8V2Layout, SpreadRowsLeaveEveryThreadsSecondRowToTheUpperHalf) {
@@ -131,7 +131,7 @@ TEST(PagedSm90Fp8V2Layout, SpreadRowsLeaveEveryThreadsSecondRowToTheUpperHalf) {
   EXPECT_EQ(first_rows.size(), static_cast<std::size_t>(T::kBlockM / 2));
 }
 
-// v7 (kQRegisterSteps): read_q_registers copies Q's codes through the RS atom's partition of the
+// v9 / v10 (kQRegisterSteps): read_q_registers copies Q's codes through the RS atom's partition of the
 // latent tile into a fragment made from the same atom's A shape; the RS S then reads, at each
 // k-step, exactly the (row, column) elements the SS step reads from shared memory.
 TEST(PagedSm90Fp8V2Layout, QRegisterStepsCoverTheSsStepsElements) {

@@ -24,9 +24,6 @@
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v2/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v3/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v4/api.hpp"
-#include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v6/api.hpp"
-#include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v7/api.hpp"
-#include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v8/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v9/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v10/api.hpp"
 #include "cutelab/core/error.hpp"
@@ -68,15 +65,6 @@ std::vector<Version> versions() {
        MlaArithmetic::e4m3_q_and_p},
       {"paged_sm90_fp8_v3_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v3::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
-       MlaArithmetic::e4m3_q_and_p},
-      {"paged_sm90_fp8_v6_fp8_tensor",
-       [](DType d) { return paged_sm90_fp8_v6::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
-       MlaArithmetic::e4m3_q_and_p},
-      {"paged_sm90_fp8_v7_fp8_tensor",
-       [](DType d) { return paged_sm90_fp8_v7::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
-       MlaArithmetic::e4m3_q_and_p},
-      {"paged_sm90_fp8_v8_fp8_tensor",
-       [](DType d) { return paged_sm90_fp8_v8::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
        MlaArithmetic::e4m3_q_and_p},
       {"paged_sm90_fp8_v9_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v9::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,

@@ -367,22 +367,24 @@ struct TensorCoreKernel {
         asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(p_base + p_image_offset(t, k)),
                      "r"(words[4 * k]), "r"(words[4 * k + 1]), "r"(words[4 * k + 2]), "r"(words[4 * k + 3])
                      : "memory");
-      return;  // read by generic loads: the barrier's release orders them
+      // Read by generic loads: the p_ready barrier's release orders them, no proxy fence.
+    } else {
+      CUTE_UNROLL
+      for (int kb = 0; kb < 2; ++kb) CUTE_UNROLL
+      for (int hi = 0; hi < 2; ++hi) CUTE_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const std::uint32_t word = words[4 * kb + 2 * hi + h];
+        regs[4 * kb + 2 * hi + h] = word;
+        const std::uint32_t addr = p_base + sw64_offset(r0 + 8 * h, 32 * kb + 16 * hi + col0 * 2);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(word) : "memory");
+      }
+      cutlass::arch::fence_view_async_shared();  // generic stores, then warpgroup 0's wgmma reads
     }
-    CUTE_UNROLL
-    for (int kb = 0; kb < 2; ++kb) CUTE_UNROLL
-    for (int hi = 0; hi < 2; ++hi) CUTE_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      const std::uint32_t word = words[4 * kb + 2 * hi + h];
-      regs[4 * kb + 2 * hi + h] = word;
-      const std::uint32_t addr = p_base + sw64_offset(r0 + 8 * h, 32 * kb + 16 * hi + col0 * 2);
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(word) : "memory");
-    }
-    cutlass::arch::fence_view_async_shared();  // generic stores, then warpgroup 0's wgmma reads
   }
 
   // O[:, kWG * 256 ...] += P V of V^T buffer `buffer`, issued and committed, not waited: the S
-  // owner (kWG = 1) multiplies P from its registers, warpgroup 0 from P tile `buffer`.
+  // owner (kWG = 1) multiplies P from its registers, warpgroup 0 from P tile `buffer` (SS) or, with
+  // kPRegisterImage, from the owner's registers loaded out of the image (RS).
   template <int kWG, class MmaRegs, class ThrRegs, class MmaSmem, class ThrSmem, class FragP, class FragO>
   CUTE_DEVICE static void issue_pv(MmaRegs& mma_pv_regs, const ThrRegs& thr_pv_regs, MmaSmem& mma_pv_smem,
                                    const ThrSmem& thr_pv_smem, FragP& tOrP, FragO& tOrO, SharedStorage& smem,

@@ -1,6 +1,5 @@
 #pragma once
-// paged_sm90_fp8 v10 device code: v3's kernel (../paged_sm90_fp8_v3/kernel.cuh) with Traits::kSpreadRows,
-// kTransposerRegisters, kTransposeOneRound and
+// paged_sm90_fp8 v10 device code: v3's kernel (../paged_sm90_fp8_v3/kernel.cuh) with v9's Traits and
 // kPRegisterImage, under its own name so that profiles tell the versions apart.
 
 #include <cuda.h>

@@ -1,6 +1,7 @@
 #pragma once
 // paged_sm90_fp8 v9 device code: v3's kernel (../paged_sm90_fp8_v3/kernel.cuh) with Traits::kSpreadRows,
-// kTransposerRegisters and kTransposeOneRound, under its own name so that profiles tell the versions apart.
+// kQRegisterSteps, kTransposerRegisters and kTransposeOneRound, under its own name so that profiles
+// tell the versions apart.
 
 #include <cuda.h>
 
