@@ -124,8 +124,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       const int seqlen = p.seqlens[req];
       float run_max[2] = {-INFINITY, -INFINITY};  // log2 units of the scaled logits (warpgroup 1)
       float row_sum[2] = {0.f, 0.f};              // this thread's share (warpgroup 1)
-      // With Q's steps in registers the S owner clears O after reading them: O is not live while Q's
-      // codes are made (with it, the piece's start ran out of registers and spilled).
+      // With Q's steps in registers the S owner clears O after reading them, so that O's 128
+      // registers are not live beside Q's rows and register steps at the piece's start.
       constexpr bool kClearOLater = kOwner && Base::kQRegisterSteps > 0;
       if constexpr (!kClearOLater) clear(tOrO);
 
