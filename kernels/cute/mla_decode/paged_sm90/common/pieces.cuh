@@ -350,7 +350,8 @@ CUTE_DEVICE void write_piece(const Params& p, int req, int kv_head, int m_tile, 
                              int row_step = 8) {
   const PieceRequest request{p.schedule.requests[req], p.seqlens[req]};
   write_piece<Element, kHeadDimV, kBlockM, kPartials>(p, req, request, kv_head, m_tile, part, r0, col_base,
-                                                      writes_lse, row_max, row_sum, tOrO, out_scale, row_step);
+                                                      writes_lse, row_max, row_sum, tOrO, out_scale,
+                                                      row_step);
 }
 
 // Sum over the 4 lanes that share an accumulator row.

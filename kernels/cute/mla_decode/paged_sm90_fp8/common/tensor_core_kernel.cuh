@@ -1,10 +1,10 @@
 #pragma once
-// The parts of the FP8-tensor-core MLA designs (paged_sm90_fp8 v2-v4) that sit outside the S
-// owner's page loop: the kernel's entry (barriers, roles, setmaxnreg), the producer thread that
-// stages pages, Q's e4m3 codes, the issue of S and of a warpgroup's P V, and warpgroup 0's V^T
+// The parts of the FP8-tensor-core MLA designs (paged_sm90_fp8 v2-v4, v9, v10) that sit outside
+// the S owner's page loop: the kernel's entry (barriers, roles, setmaxnreg), the producer thread
+// that stages pages, Q's e4m3 codes, the issue of S and of a warpgroup's P V, and warpgroup 0's V^T
 // transposer and its page loop. A design's Kernel derives from TensorCoreKernel<T, Kernel> and
 // supplies consume<kWG>; T is its Traits (v2's config.hpp has the layouts and the shared-memory
-// plan).
+// plan; the optional switches v9 / v10 set are read below, each defaulting to v3's behaviour).
 
 #include <cuda.h>
 
@@ -310,8 +310,9 @@ struct TensorCoreKernel {
   // issue_s with Q's last kQRegisterSteps latent k-steps from registers (read_q_registers): those
   // steps read only K from shared memory.
   template <class Mma, class ThrMma, class MmaRegs, class ThrMmaRegs, class FragQ, class FragS>
-  CUTE_DEVICE static void issue_s(Mma& mma_qk, const ThrMma& thr_qk, MmaRegs& mma_rs, const ThrMmaRegs& thr_rs,
-                                  FragQ& tSrQReg, FragS& acc, SharedStorage& smem, int slot, int phase) {
+  CUTE_DEVICE static void issue_s(Mma& mma_qk, const ThrMma& thr_qk, MmaRegs& mma_rs,
+                                  const ThrMmaRegs& thr_rs, FragQ& tSrQReg, FragS& acc, SharedStorage& smem,
+                                  int slot, int phase) {
     using namespace cute;
     Code* q_codes = reinterpret_cast<Code*>(sm90::opaque(smem.q));
     Code* k_codes = reinterpret_cast<Code*>(sm90::opaque(smem.stage[0]) + slot * T::kStageBytes);

@@ -1,6 +1,6 @@
 #pragma once
-// What the KernelPlan (paged_sm90::VersionPlan) of an FP8-tensor-core design (v2, v3) reads off
-// its Traits: one CTA's registers after setmaxnreg, threads, stages, the shortest parts to tune
+// What the KernelPlan (paged_sm90::VersionPlan) of an FP8-tensor-core design (v2, v3, v9, v10) reads
+// off its Traits: one CTA's registers after setmaxnreg, threads, stages, the shortest parts to tune
 // over and the arithmetic. A design's Version derives from it and adds its id, summary and
 // main kernel.
 
@@ -10,7 +10,8 @@ namespace cutelab::mla::paged_sm90_fp8 {
 
 template <class Traits>
 struct TensorCoreVersion {
-  static constexpr int kRegistersPerSm =  // after setmaxnreg
+  // After setmaxnreg (v9 / v10 split the consumers' share between them, the same sum).
+  static constexpr int kRegistersPerSm =
       128 * Traits::kProducerRegisters + 128 * Traits::kWarpgroups * Traits::kConsumerRegisters;
   static constexpr int kThreads = Traits::kThreads;
   static constexpr int kStages = Traits::kStages;

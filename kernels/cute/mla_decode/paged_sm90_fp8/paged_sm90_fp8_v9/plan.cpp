@@ -12,8 +12,9 @@ namespace {
 struct Version : paged_sm90_fp8::TensorCoreVersion<Traits> {
   static KernelId id() { return {"cute", "mla_decode", "paged_sm90_fp8", "v9"}; }
   static std::string summary() {
-    return "FP8 KV (fp8_tensor) on FP8 tensor cores, v3 with Q's rows spread (half the softmax at <= 32 rows), "
-           "Q's last k-steps in registers, 248 / 232 registers and a one-round transpose; split-KV on the GPU";
+    return "FP8 KV (fp8_tensor) on FP8 tensor cores, v3 with Q's rows spread (half the softmax at <= 32 "
+           "rows), Q's last k-steps in registers, 248 / 232 registers and a one-round transpose; split-KV "
+           "on the GPU";
   }
   static paged_sm90::MainKernel main_kernel(DType dtype, KvFormat kv) {
     return paged_sm90_fp8_v9::main_kernel(dtype, kv);
