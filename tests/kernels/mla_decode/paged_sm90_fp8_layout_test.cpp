@@ -131,9 +131,9 @@ TEST(PagedSm90Fp8V2Layout, SpreadRowsLeaveEveryThreadsSecondRowToTheUpperHalf) {
   EXPECT_EQ(first_rows.size(), static_cast<std::size_t>(T::kBlockM / 2));
 }
 
-// v9 / v10 (kQRegisterSteps): read_q_registers copies Q's codes through the RS atom's partition of the
-// latent tile into a fragment made from the same atom's A shape; the RS S then reads, at each
-// k-step, exactly the (row, column) elements the SS step reads from shared memory.
+// v9 / v10 (kQRegisterSteps): read_q_registers copies Q's codes through the RS atom's partition of
+// the latent tile into a fragment made from the same atom's A shape; over the 128 threads each
+// k-step's partition covers exactly that step's 64 x 32 codes, each once (what the SS step reads).
 TEST(PagedSm90Fp8V2Layout, QRegisterStepsCoverTheSsStepsElements) {
   using RsQK = decltype(make_tiled_mma(SM90::GMMA::rs_op_selector<typename T::Code, typename T::Code, float,
                                                                   typename T::QKShape, GMMA::Major::K,
