@@ -4,7 +4,7 @@
 // that stages pages, Q's e4m3 codes, the issue of S and of a warpgroup's P V, and warpgroup 0's V^T
 // transposer and its page loop. A design's Kernel derives from TensorCoreKernel<T, Kernel> and
 // supplies consume<kWG>; T is its Traits (v2's config.hpp has the layouts and the shared-memory
-// plan; the optional switches v9 / v10 set are read below, each defaulting to v3's behaviour).
+// plan; tensor_core_switches.hpp the optional switches v9 / v10 set).
 
 #include <cuda.h>
 
@@ -17,6 +17,7 @@
 #include "cute/mla_decode/paged_sm90/common/pieces.cuh"
 #include "cute/mla_decode/paged_sm90_fp8/common/codes.cuh"
 #include "cute/mla_decode/paged_sm90_fp8/common/row_order.hpp"
+#include "cute/mla_decode/paged_sm90_fp8/common/tensor_core_switches.hpp"
 #include "cutelab/device/sm90/opaque.cuh"
 #include "cutelab/device/sm90/pdl.cuh"
 
@@ -33,45 +34,17 @@ struct TensorCoreKernel {
   using SharedStorage = typename T::SharedStorage;
   static constexpr int kBlockM = T::kBlockM;
   static constexpr int kBlockN = T::kBlockN;
-  // Traits::kSpreadRows (default false): Q's packed rows spread over the M tile so that a tile of
-  // at most kBlockM / 2 live rows leaves every thread's second accumulator row (r0 + 8) padding.
-  static constexpr bool kSpreadRows = [] {
-    if constexpr (requires { T::kSpreadRows; })
-      return T::kSpreadRows;
-    else
-      return false;
-  }();
-
-  // Traits::kTransposerRegisters / kOwnerRegisters (default kConsumerRegisters each): the
-  // registers setmaxnreg gives warpgroup 0 (V^T, its half of O) and warpgroup 1 (S, softmax, its
-  // half of O); their sum is the two consumers' share.
-  static constexpr int kTransposerRegisters = [] {
-    if constexpr (requires { T::kTransposerRegisters; })
-      return T::kTransposerRegisters;
-    else
-      return T::kConsumerRegisters;
-  }();
+  // The Traits' switches (tensor_core_switches.hpp), and what follows from them.
+  static constexpr bool kSpreadRows = T::kSpreadRows;
+  static constexpr int kQRegisterSteps = T::kQRegisterSteps;
+  static constexpr bool kPRegisterImage = T::kPRegisterImage;
+  static constexpr int kTransposerRegisters =
+      T::kTransposerRegisters > 0 ? T::kTransposerRegisters : T::kConsumerRegisters;
   static constexpr int kOwnerRegisters = 2 * T::kConsumerRegisters - kTransposerRegisters;
-
-  // Traits::kQRegisterSteps (default 0): Q's last latent k-steps (32 columns each) that S reads
-  // from registers (RS) instead of shared memory; 4 registers a step in the S owner.
-  static constexpr int kQRegisterSteps = [] {
-    if constexpr (requires { T::kQRegisterSteps; })
-      return T::kQRegisterSteps;
-    else
-      return 0;
-  }();
-
-  // Traits::kPRegisterImage (default false): P goes to warpgroup 0 as the S owner's A-operand
-  // registers written to shared memory as they are (thread t's 8 words at p_image_offset), read
-  // back into the same registers by warpgroup 0's thread t for an RS P V. Generic stores and
-  // loads on both sides: no fence.proxy.async on the S owner's path.
-  static constexpr bool kPRegisterImage = [] {
-    if constexpr (requires { T::kPRegisterImage; })
-      return T::kPRegisterImage;
-    else
-      return false;
-  }();
+  // S's RS atom for Q's register steps (the same shape as TiledMmaQK).
+  using TiledMmaQKRegisters = decltype(cute::make_tiled_mma(
+      cute::SM90::GMMA::rs_op_selector<Code, Code, float, typename T::QKShape, cute::GMMA::Major::K,
+                                       cute::GMMA::Major::K>()));
 
   // Byte offset of word group k (0, 1: words 4k .. 4k + 3) of thread t in a P image: 16-byte
   // units, a warp's 512 bytes contiguous (conflict-free 16-byte stores and loads).
@@ -264,37 +237,6 @@ struct TensorCoreKernel {
     cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
   }
 
-  // S of the page staged in `slot` into `acc` (Q's codes against the page), issued and
-  // committed, not waited.
-  template <class Mma, class ThrMma, class FragS>
-  CUTE_DEVICE static void issue_s(Mma& mma_qk, const ThrMma& thr_qk, FragS& acc, SharedStorage& smem,
-                                  int slot, int phase) {
-    using namespace cute;
-    Code* q_codes = reinterpret_cast<Code*>(sm90::opaque(smem.q));
-    Code* k_codes = reinterpret_cast<Code*>(sm90::opaque(smem.stage[0]) + slot * T::kStageBytes);
-    Tensor tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(
-        make_tensor(make_smem_ptr(q_codes), typename T::SmemLayoutLatent{})));  // (MMA,1,16)
-    Tensor tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(
-        make_tensor(make_smem_ptr(k_codes), typename T::SmemLayoutLatent{})));  // (MMA,1,16)
-    Tensor tSrQRope = thr_qk.make_fragment_A(thr_qk.partition_A(
-        make_tensor(make_smem_ptr(q_codes + T::kRopeOffset), typename T::SmemLayoutRope{})));  // (MMA,1,2)
-    Tensor tSrKRope = thr_qk.make_fragment_B(thr_qk.partition_B(
-        make_tensor(make_smem_ptr(k_codes + T::kRopeOffset), typename T::SmemLayoutRope{})));  // (MMA,1,2)
-    FullBarrier::wait(&smem.stage_full[slot], phase);
-    warpgroup_fence_operand(acc);
-    warpgroup_arrive();
-    mma_qk.accumulate_ = GMMA::ScaleOut::Zero;
-    CUTE_UNROLL
-    for (int k = 0; k < size<2>(tSrQ); ++k) {
-      cute::gemm(mma_qk, tSrQ(_, _, k), tSrK(_, _, k), acc);
-      mma_qk.accumulate_ = GMMA::ScaleOut::One;
-    }
-    CUTE_UNROLL
-    for (int k = 0; k < size<2>(tSrQRope); ++k) cute::gemm(mma_qk, tSrQRope(_, _, k), tSrKRope(_, _, k), acc);
-    warpgroup_commit_batch();
-    warpgroup_fence_operand(acc);
-  }
-
   // Q's last kQRegisterSteps latent k-steps from the codes in shared memory into the S owner's RS
   // operand registers (once a piece, after its codes are written and synced).
   template <class ThrMmaRegs, class FragQ>
@@ -307,20 +249,19 @@ struct TensorCoreKernel {
     for (int k = 0; k < kQRegisterSteps; ++k) copy(tSsQ(_, _, kFirst + k), tSrQReg(_, _, k));
   }
 
-  // issue_s with Q's last kQRegisterSteps latent k-steps from registers (read_q_registers): those
-  // steps read only K from shared memory.
-  template <class Mma, class ThrMma, class MmaRegs, class ThrMmaRegs, class FragQ, class FragS>
-  CUTE_DEVICE static void issue_s(Mma& mma_qk, const ThrMma& thr_qk, MmaRegs& mma_rs,
-                                  const ThrMmaRegs& thr_rs, FragQ& tSrQReg, FragS& acc, SharedStorage& smem,
-                                  int slot, int phase) {
+  // S of the page staged in `slot` into `acc` (Q's codes against the page), issued and
+  // committed, not waited. With kQRegisterSteps, Q's last latent k-steps come from `tSrQReg`
+  // (read_q_registers; one fragment, passed only then): those steps read only K from shared memory.
+  template <class Mma, class ThrMma, class FragS, class... FragQ>
+  CUTE_DEVICE static void issue_s(Mma& mma_qk, const ThrMma& thr_qk, FragS& acc, SharedStorage& smem,
+                                  int slot, int phase, FragQ&... tSrQReg) {
     using namespace cute;
+    static_assert(sizeof...(FragQ) == (kQRegisterSteps > 0 ? 1 : 0));
     Code* q_codes = reinterpret_cast<Code*>(sm90::opaque(smem.q));
     Code* k_codes = reinterpret_cast<Code*>(sm90::opaque(smem.stage[0]) + slot * T::kStageBytes);
     Tensor tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(
         make_tensor(make_smem_ptr(q_codes), typename T::SmemLayoutLatent{})));  // (MMA,1,16)
     Tensor tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(
-        make_tensor(make_smem_ptr(k_codes), typename T::SmemLayoutLatent{})));  // (MMA,1,16)
-    Tensor tSrKRegs = thr_rs.make_fragment_B(thr_rs.partition_B(
         make_tensor(make_smem_ptr(k_codes), typename T::SmemLayoutLatent{})));  // (MMA,1,16)
     Tensor tSrQRope = thr_qk.make_fragment_A(thr_qk.partition_A(
         make_tensor(make_smem_ptr(q_codes + T::kRopeOffset), typename T::SmemLayoutRope{})));  // (MMA,1,2)
@@ -329,7 +270,7 @@ struct TensorCoreKernel {
     constexpr int kFirst = size<2>(tSrQ) - kQRegisterSteps;
     FullBarrier::wait(&smem.stage_full[slot], phase);
     warpgroup_fence_operand(acc);
-    warpgroup_fence_operand(tSrQReg);
+    (warpgroup_fence_operand(tSrQReg), ...);
     warpgroup_arrive();
     mma_qk.accumulate_ = GMMA::ScaleOut::Zero;
     CUTE_UNROLL
@@ -337,17 +278,26 @@ struct TensorCoreKernel {
       cute::gemm(mma_qk, tSrQ(_, _, k), tSrK(_, _, k), acc);
       mma_qk.accumulate_ = GMMA::ScaleOut::One;
     }
-    mma_rs.accumulate_ = kFirst == 0 ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
-    CUTE_UNROLL
-    for (int k = 0; k < kQRegisterSteps; ++k) {
-      cute::gemm(mma_rs, tSrQReg(_, _, k), tSrKRegs(_, _, kFirst + k), acc);
-      mma_rs.accumulate_ = GMMA::ScaleOut::One;
+    if constexpr (kQRegisterSteps > 0) {
+      TiledMmaQKRegisters mma_rs;
+      mma_rs.accumulate_ = kFirst == 0 ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
+      auto thr_rs = mma_rs.get_thread_slice(threadIdx.x % 128);
+      Tensor tSrKRegs = thr_rs.make_fragment_B(thr_rs.partition_B(
+          make_tensor(make_smem_ptr(k_codes), typename T::SmemLayoutLatent{})));  // (MMA,1,16)
+      const auto register_steps = [&](auto& q) CUTLASS_LAMBDA_FUNC_INLINE {
+        CUTE_UNROLL
+        for (int k = 0; k < kQRegisterSteps; ++k) {
+          cute::gemm(mma_rs, q(_, _, k), tSrKRegs(_, _, kFirst + k), acc);
+          mma_rs.accumulate_ = GMMA::ScaleOut::One;
+        }
+      };
+      (register_steps(tSrQReg), ...);
+      mma_qk.accumulate_ = GMMA::ScaleOut::One;
     }
-    mma_qk.accumulate_ = GMMA::ScaleOut::One;
     CUTE_UNROLL
     for (int k = 0; k < size<2>(tSrQRope); ++k) cute::gemm(mma_qk, tSrQRope(_, _, k), tSrKRope(_, _, k), acc);
     warpgroup_commit_batch();
-    warpgroup_fence_operand(tSrQReg);
+    (warpgroup_fence_operand(tSrQReg), ...);
     warpgroup_fence_operand(acc);
   }
 
@@ -472,8 +422,7 @@ class VtTransposer {
           if (16 * tg + static_cast<int>(st_batch[step] / 2) + tk >= valid) rows[k] = make_uint4(0, 0, 0, 0);
       }
     };
-    // Traits::kTransposeOneRound: both batches' loads in flight at once (16 x 16 bytes a thread,
-    // one shared-memory round trip a page instead of two; needs the registers).
+    // kOneRound (Traits::kTransposeOneRound): both batches' loads in flight at once.
     if constexpr (kOneRound) {
       uint4 rows[2][8];
       CUTE_UNROLL
@@ -532,12 +481,7 @@ class VtTransposer {
 
  private:
   static constexpr int kBlockN = T::kBlockN;
-  static constexpr bool kOneRound = [] {
-    if constexpr (requires { T::kTransposeOneRound; })
-      return T::kTransposeOneRound;
-    else
-      return false;
-  }();
+  static constexpr bool kOneRound = T::kTransposeOneRound;
   int c, u, tg, odd;
   std::uint32_t sel_a, sel_b;
   std::uint32_t ld_base[2], ld_swz[2], st_batch[2];

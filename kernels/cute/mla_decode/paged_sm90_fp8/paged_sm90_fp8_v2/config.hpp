@@ -16,12 +16,13 @@
 #include <cute/tensor.hpp>
 
 #include "cute/mla_decode/paged_sm90/common/traits.hpp"
+#include "cute/mla_decode/paged_sm90_fp8/common/tensor_core_switches.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/common/token_order.hpp"
 #include "mla_decode/fp8/kv_format.hpp"
 
 namespace cutelab::mla::paged_sm90_fp8_v2 {
 
-struct Traits : paged_sm90::TileConstants {
+struct Traits : paged_sm90::TileConstants, paged_sm90_fp8::TensorCoreSwitches {
   using Element = cute::bfloat16_t;  // q as given, out
   using Code = cute::float_e4m3_t;   // q, K, V, P as the tensor cores read them
   static constexpr int kWarpgroups = 2;

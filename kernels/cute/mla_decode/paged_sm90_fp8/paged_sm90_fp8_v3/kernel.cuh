@@ -69,10 +69,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
 
     Tensor tSrS = partition_fragment_C(mma_qk, page_shape);                       // (MMA,1,1) S, then P
     // Q's last Base::kQRegisterSteps latent k-steps as RS operand registers (T::kQRegisterSteps).
-    using MmaQKRegisters = decltype(cute::make_tiled_mma(
-        cute::SM90::GMMA::rs_op_selector<Code, Code, float, typename T::QKShape, cute::GMMA::Major::K,
-                                         cute::GMMA::Major::K>()));
-    MmaQKRegisters mma_qk_regs;
+    typename Base::TiledMmaQKRegisters mma_qk_regs;
     auto thr_qk_regs = mma_qk_regs.get_thread_slice(wg_thread);
     Tensor tSrQReg = make_tensor<Code>(
         partition_shape_A(mma_qk_regs, Shape<Int<kBlockM>, Int<32 * cute::max(1, Base::kQRegisterSteps)>>{}));
@@ -97,7 +94,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     // S of the page staged in `slot`, issued and committed, not waited.
     const auto qk_issue = [&](int slot, int phase) CUTLASS_LAMBDA_FUNC_INLINE {
       if constexpr (Base::kQRegisterSteps > 0)
-        Base::issue_s(mma_qk, thr_qk, mma_qk_regs, thr_qk_regs, tSrQReg, tSrS, smem, slot, phase);
+        Base::issue_s(mma_qk, thr_qk, tSrS, smem, slot, phase, tSrQReg);
       else
         Base::issue_s(mma_qk, thr_qk, tSrS, smem, slot, phase);
     };

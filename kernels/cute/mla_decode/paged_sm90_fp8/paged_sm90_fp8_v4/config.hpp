@@ -18,6 +18,7 @@
 #include <cute/tensor.hpp>
 
 #include "cute/mla_decode/paged_sm90/common/traits.hpp"
+#include "cute/mla_decode/paged_sm90_fp8/common/tensor_core_switches.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/common/token_order.hpp"
 #include "mla_decode/fp8/kv_format.hpp"
 
@@ -29,7 +30,7 @@ struct IssueState {
   int end, issued;
 };
 
-struct Traits : paged_sm90::TileConstants {
+struct Traits : paged_sm90::TileConstants, paged_sm90_fp8::TensorCoreSwitches {
   using Element = cute::bfloat16_t;  // q as given, the RoPE operands, out
   using Code = cute::float_e4m3_t;   // Q's and the page's latent columns, V^T, P
   static constexpr int kWarpgroups = 2;

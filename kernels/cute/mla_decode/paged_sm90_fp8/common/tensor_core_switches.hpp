@@ -1,0 +1,26 @@
+#pragma once
+// The optional switches of the FP8-tensor-core kernel code (TensorCoreKernel, VtTransposer, v3's
+// Kernel<T>): a design's Traits derives from TensorCoreSwitches and overrides what it changes. The
+// defaults are v2 / v3's kernel (v9 and v10 set them: their READMEs say why and what each measured).
+
+namespace cutelab::mla::paged_sm90_fp8 {
+
+struct TensorCoreSwitches {
+  // Q's packed rows spread over the M tile (row_order.hpp), so that a tile of at most kBlockM / 2
+  // live rows leaves every thread's second accumulator row padding: its softmax is skipped.
+  static constexpr bool kSpreadRows = false;
+  // Q's last latent k-steps (32 columns each) that S reads from the S owner's registers (RS)
+  // instead of shared memory; 4 registers a step.
+  static constexpr int kQRegisterSteps = 0;
+  // setmaxnreg for warpgroup 0 (V^T, its half of O); the S owner gets the rest of the two
+  // consumers' share (2 x kConsumerRegisters). 0: both kConsumerRegisters.
+  static constexpr int kTransposerRegisters = 0;
+  // Warpgroup 0's transpose with a page's 16 loads a thread in flight at once (one shared-memory
+  // round trip a page instead of two; needs the registers).
+  static constexpr bool kTransposeOneRound = false;
+  // P to warpgroup 0 as the S owner's A-operand registers stored as they are (generic stores and
+  // loads, an RS P V in warpgroup 0): no fence.proxy.async on the S owner's path.
+  static constexpr bool kPRegisterImage = false;
+};
+
+}  // namespace cutelab::mla::paged_sm90_fp8
