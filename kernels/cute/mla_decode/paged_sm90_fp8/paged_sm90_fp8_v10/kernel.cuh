@@ -4,16 +4,16 @@
 
 #include <cuda.h>
 
-#include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v3/kernel.cuh"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v10/config.hpp"
+#include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v3/kernel.cuh"
 
 namespace cutelab::mla::paged_sm90_fp8_v10 {
 
 template <class T>
 __global__ void __launch_bounds__(T::kThreads, 1)
     paged_sm90_fp8_v10_kernel(const __grid_constant__ paged_sm90::Params params,
-                             const __grid_constant__ CUtensorMap kv_map,
-                             const __grid_constant__ CUtensorMap rope_map) {
+                              const __grid_constant__ CUtensorMap kv_map,
+                              const __grid_constant__ CUtensorMap rope_map) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(T::kSpreadRows && T::kTransposeOneRound && T::kPRegisterImage);
   paged_sm90_fp8_v3::Kernel<T>::run(params, &kv_map, &rope_map);

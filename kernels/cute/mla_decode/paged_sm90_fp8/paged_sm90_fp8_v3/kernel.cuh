@@ -67,7 +67,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     auto thr_pv_smem = mma_pv_smem.get_thread_slice(wg_thread);
     const auto page_shape = Shape<Int<kBlockM>, Int<kBlockN>>{};
 
-    Tensor tSrS = partition_fragment_C(mma_qk, page_shape);                       // (MMA,1,1) S, then P
+    Tensor tSrS = partition_fragment_C(mma_qk, page_shape);  // (MMA,1,1) S, then P
     // Q's last Base::kQRegisterSteps latent k-steps as RS operand registers (T::kQRegisterSteps).
     typename Base::TiledMmaQKRegisters mma_qk_regs;
     auto thr_qk_regs = mma_qk_regs.get_thread_slice(wg_thread);
