@@ -1,10 +1,10 @@
 #pragma once
-// The parts of the FP8-tensor-core MLA designs (paged_sm90_fp8 v2-v4, v9, v10) that sit outside
+// The parts of the FP8-tensor-core MLA designs (paged_sm90_fp8 v2-v4, v9-v11) that sit outside
 // the S owner's page loop: the kernel's entry (barriers, roles, setmaxnreg), the producer thread
 // that stages pages, Q's e4m3 codes, the issue of S and of a warpgroup's P V, and warpgroup 0's V^T
 // transposer and its page loop. A design's Kernel derives from TensorCoreKernel<T, Kernel> and
 // supplies consume<kWG>; T is its Traits (v2's config.hpp has the layouts and the shared-memory
-// plan; tensor_core_switches.hpp the optional switches v9 / v10 set).
+// plan; tensor_core_switches.hpp the optional switches v9-v11 set).
 
 #include <cuda.h>
 
@@ -22,6 +22,9 @@
 #include "cutelab/device/sm90/pdl.cuh"
 
 namespace cutelab::mla::paged_sm90_fp8 {
+
+template <class T>
+class VtTransposer;
 
 template <class T, class Derived>
 struct TensorCoreKernel {
@@ -111,16 +114,27 @@ struct TensorCoreKernel {
   // measured). P V of page g is issued as soon as P is published (behind warpgroup 1's S of page
   // g + 1 and P V of page g) and waited for only before the next transpose, or at the piece's end.
   // `on_page(g)` reads what a design publishes beside P and the scales.
+  // With T::kTransposeAhead, `transposer` replaces transpose_next in the loop.
   template <class FragO, class PvWait, class TransposeNext, class PvIssue, class OnPage>
   CUTE_DEVICE static void transposer_pages(SharedStorage& smem, int first, int end, int& g, int total_pages,
                                            int r0, FragO& tOrO, PvWait&& pv_wait,
                                            TransposeNext&& transpose_next, PvIssue&& pv_issue,
-                                           OnPage&& on_page) {
+                                           OnPage&& on_page, const VtTransposer<T>* transposer = nullptr) {
+    static_assert(!T::kTransposeAhead || T::kTransposeOneRound,
+                  "the held block needs the one-round registers");
     for (int page = first; page < end; ++page, ++g) {
       if (g + 1 < total_pages) {
-        if (g > 0) SignalBarrier::wait(&smem.wg1_done[(g - 1) & 1], ((g - 1) >> 1) & 1);
-        pv_wait();  // own P V of page g - 1
-        transpose_next(g + 1);
+        if constexpr (T::kTransposeAhead) {
+          typename VtTransposer<T>::Held held;
+          transposer->load_ahead(smem, g + 1, held);
+          if (g > 0) SignalBarrier::wait(&smem.wg1_done[(g - 1) & 1], ((g - 1) >> 1) & 1);
+          pv_wait();  // own P V of page g - 1
+          transposer->store_held(smem, g + 1, held);
+        } else {
+          if (g > 0) SignalBarrier::wait(&smem.wg1_done[(g - 1) & 1], ((g - 1) >> 1) & 1);
+          pv_wait();  // own P V of page g - 1
+          transpose_next(g + 1);
+        }
       }
       SignalBarrier::wait(&smem.p_ready[g & 1], (g >> 1) & 1);
       float scale[2];
@@ -440,6 +454,45 @@ class VtTransposer {
     cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
   }
 
+  // load_rows, permute and store_cols: transpose_page's load and store()'s two halves as separate
+  // steps, for kTransposeAhead (transpose_page and store keep their own copies, so that the
+  // versions without the switch compile to the SASS they were measured with).
+
+  // Batch `step` of this thread's block of the page in slot offset `src_slot` (rows as loaded);
+  // with kMask, tokens at or past `valid` read as 0.
+  template <bool kMask>
+  CUTE_DEVICE void load_rows(int step, std::uint32_t src_slot, int valid, uint4 (&rows)[8]) const {
+    const std::uint32_t src = ld_base[step] + src_slot;
+    CUTE_UNROLL
+    for (int k = 0; k < 8; ++k) {
+      const int tk = token_at(k);
+      rows[k] = ld_shared_128(src + tk * 128 + (ld_swz[step] ^ ((tk % 8) << 4)));
+      if constexpr (kMask)
+        if (16 * tg + static_cast<int>(st_batch[step] / 2) + tk >= valid) rows[k] = make_uint4(0, 0, 0, 0);
+    }
+  }
+
+  // Rows as loaded -> the words store() writes for dims 4w .. 4w + 3: cols[token quad][dim jj ^ u].
+  CUTE_DEVICE void permute(int w, const uint4 (&rows)[8], std::uint32_t (&cols)[2][4]) const {
+    CUTE_UNROLL
+    for (int quad = 0; quad < 2; ++quad) {
+      const auto word = [&](int k) CUTLASS_LAMBDA_FUNC_INLINE {
+        const uint4& r = rows[4 * quad + k];
+        return w == 0 ? r.x : w == 1 ? r.y : w == 2 ? r.z : r.w;
+      };
+      transpose4x4(word(0), word(1), word(2), word(3), sel_a, sel_b, cols[quad]);
+    }
+  }
+
+  // Batch `step`'s permuted words for dims 4w .. 4w + 3 into V^T buffer `dst_buffer`.
+  CUTE_DEVICE void store_cols(int step, int w, std::uint32_t dst_buffer,
+                              const std::uint32_t (&cols)[2][4]) const {
+    const std::uint32_t dst = dst_buffer + st_batch[step];
+    CUTE_UNROLL
+    for (int jj = 0; jj < 4; ++jj)
+      st_shared_64(dst + 256 * w + (st_row[jj] ^ ((w % 2) << 5)), cols[0][jj], cols[1][jj]);
+  }
+
   // Batch `step` of this thread's V^T block (rows as loaded) into V^T buffer `dst_buffer`.
   CUTE_DEVICE void store(int step, std::uint32_t dst_buffer, const uint4 (&rows)[8]) const {
     const std::uint32_t dst = dst_buffer + st_batch[step];
@@ -458,6 +511,47 @@ class VtTransposer {
       for (int jj = 0; jj < 4; ++jj)
         st_shared_64(dst + 256 * w + (st_row[jj] ^ ((w % 2) << 5)), cols[0][jj], cols[1][jj]);
     }
+  }
+
+  // This thread's V^T block of a page, permuted, as store_held writes it: [step][w][quad][jj].
+  struct Held {
+    std::uint32_t cols[2][4][2][4];
+  };
+
+  // T::kTransposeAhead's first half: waits for page j, loads and permutes this thread's block into
+  // `held`, and frees the page's slot (after the proxy fence: the next TMA copy may refill it at once,
+  // docs/knowledge/anti-patterns/generic-reads-released-to-tma-without-proxy-fence.md).
+  CUTE_DEVICE void load_ahead(SharedStorage& smem, int j, Held& held) const {
+    const int slot = j % T::kStages;
+    SignalBarrier::wait(&smem.stage_full[slot], (j / T::kStages) & 1);
+    const int valid = smem.stage_valid[slot];
+    const std::uint32_t src_slot = slot * T::kStageBytes;
+    uint4 rows[2][8];
+    // A warp-uniform choice: only a request's last page has tokens past its length.
+    if (valid < kBlockN) {
+      CUTE_UNROLL
+      for (int step = 0; step < 2; ++step) load_rows<true>(step, src_slot, valid, rows[step]);
+    } else {
+      CUTE_UNROLL
+      for (int step = 0; step < 2; ++step) load_rows<false>(step, src_slot, kBlockN, rows[step]);
+    }
+    CUTE_UNROLL
+    for (int step = 0; step < 2; ++step) CUTE_UNROLL
+    for (int w = 0; w < 4; ++w) permute(w, rows[step], held.cols[step][w]);
+    cutlass::arch::fence_view_async_shared();
+    SignalBarrier::arrive(&smem.slot_free[slot]);
+  }
+
+  // The second half, once V^T buffer j % 2 is free (both P V of page j - 2 complete): the held
+  // block into it, then V^T j ready.
+  CUTE_DEVICE void store_held(SharedStorage& smem, int j, const Held& held) const {
+    const std::uint32_t dst_buffer = st_base + (j & 1) * 2 * T::kVtHalfBytes;
+    CUTE_UNROLL
+    for (int step = 0; step < 2; ++step) CUTE_UNROLL
+    for (int w = 0; w < 4; ++w) store_cols(step, w, dst_buffer, held.cols[step][w]);
+    cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
+    // Every thread arrives: its arrival also releases its reads of page j - 2's P scales.
+    SignalBarrier::arrive(&smem.vt_ready[j & 1]);
   }
 
   // Waits for page j, transposes it, frees its slot and signals V^T j ready.

@@ -1,7 +1,7 @@
 #pragma once
 // The optional switches of the FP8-tensor-core kernel code (TensorCoreKernel, VtTransposer, v3's
 // Kernel<T>): a design's Traits derives from TensorCoreSwitches and overrides what it changes. The
-// defaults are v2 / v3's kernel (v9 and v10 set them: their READMEs say why and what each measured).
+// defaults are v2 / v3's kernel (v9, v10 and v11 set them: their READMEs say why and what each measured).
 
 namespace cutelab::mla::paged_sm90_fp8 {
 
@@ -21,6 +21,10 @@ struct TensorCoreSwitches {
   // P to warpgroup 0 as the S owner's A-operand registers stored as they are (generic stores and
   // loads, an RS P V in warpgroup 0): no fence.proxy.async on the S owner's path.
   static constexpr bool kPRegisterImage = false;
+  // Warpgroup 0 loads and permutes page g + 1's V^T block into registers (and frees its slot)
+  // before it waits for both P V of page g - 1, and only stores it after: the wait no longer
+  // holds the loads (needs kTransposeOneRound's registers).
+  static constexpr bool kTransposeAhead = false;
 };
 
 }  // namespace cutelab::mla::paged_sm90_fp8

@@ -10,7 +10,7 @@ namespace cutelab::mla::paged_sm90_fp8 {
 
 template <class Traits>
 struct TensorCoreVersion {
-  // After setmaxnreg (v9 / v10 split the consumers' share between them, the same sum).
+  // After setmaxnreg (v9-v11 split the consumers' share between them, the same sum).
   static constexpr int kRegistersPerSm =
       128 * Traits::kProducerRegisters + 128 * Traits::kWarpgroups * Traits::kConsumerRegisters;
   static constexpr int kThreads = Traits::kThreads;

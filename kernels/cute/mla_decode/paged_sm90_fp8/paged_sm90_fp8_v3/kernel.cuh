@@ -22,7 +22,7 @@
 namespace cutelab::mla::paged_sm90_fp8_v3 {
 
 using paged_sm90::Params;
-using SignalBarrier = cutlass::arch::ClusterBarrier;           // mbarrier: release on arrive, acquire on wait
+using SignalBarrier = cutlass::arch::ClusterBarrier;  // mbarrier: release on arrive, acquire on wait
 using NamedBarrier = cutlass::arch::NamedBarrier;
 namespace codes = paged_sm90_fp8;
 
@@ -256,8 +256,13 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         for (int h = 0; h < 2; ++h) row_sum[h] *= 1.f / T::kPScale;  // exact: a power of two
         paged_sm90::publish_piece_state(smem, piece, r0, col0, run_max, row_sum);
       } else {
-        Base::transposer_pages(smem, first, end, g, total_pages, r0, tOrO, pv_wait, transpose_next, pv_issue,
-                               [](int) CUTLASS_LAMBDA_FUNC_INLINE {});
+        const auto on_page = [](int) CUTLASS_LAMBDA_FUNC_INLINE {};
+        if constexpr (T::kTransposeAhead)
+          Base::transposer_pages(smem, first, end, g, total_pages, r0, tOrO, pv_wait, transpose_next,
+                                 pv_issue, on_page, &transposer);
+        else
+          Base::transposer_pages(smem, first, end, g, total_pages, r0, tOrO, pv_wait, transpose_next,
+                                 pv_issue, on_page);
         paged_sm90::read_piece_state(smem, piece, r0, run_max, row_sum);
       }
       paged_sm90::write_piece<Element, T::kHeadDimV, kBlockM>(
