@@ -27,6 +27,7 @@
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v9/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v10/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v11/api.hpp"
+#include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v12/api.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/check.hpp"
 #include "cutelab/runtime/registry.hpp"
@@ -75,6 +76,9 @@ std::vector<Version> versions() {
        MlaArithmetic::e4m3_q_and_p},
       {"paged_sm90_fp8_v11_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v11::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
+       MlaArithmetic::e4m3_q_and_p},
+      {"paged_sm90_fp8_v12_fp8_tensor",
+       [](DType d) { return paged_sm90_fp8_v12::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
        MlaArithmetic::e4m3_q_and_p},
       {"paged_sm90_fp8_v4_fp8_token",
        [](DType d) { return paged_sm90_fp8_v4::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token,

@@ -26,6 +26,42 @@ namespace cutelab::mla::paged_sm90_fp8 {
 template <class T>
 class VtTransposer;
 
+// A request's schedule entry and length loaded ahead, beside the part's own entry (req -1: none).
+// Part y most often starts at request y (the whole-request schedule of b <= parts): with the
+// guess right, the part's first page id waits for one memory round trip instead of three.
+struct RequestHint {
+  int req = -1;
+  int num_blocks = 0;
+  int seqlen = 0;
+  int first_page = 0;  // block 0's page id
+};
+
+CUTE_DEVICE RequestHint load_request_hint(const paged_sm90::Params& p, int part_index) {
+  RequestHint h;
+  if (p.b <= 0 || p.max_blocks <= 0) return h;
+  h.req = min(part_index, p.b - 1);
+  h.num_blocks = p.schedule.requests[h.req].num_blocks;
+  h.seqlen = p.seqlens[h.req];
+  h.first_page = p.block_table[static_cast<int64_t>(h.req) * p.max_blocks];
+  return h;
+}
+
+// for_each_piece with the first piece's end from `hint` where it names the part's first request.
+template <class F>
+CUTE_DEVICE void for_each_piece(const paged_sm90::Params& p, const PartInfo& pi, const RequestHint& hint,
+                                F&& f) {
+  int hinted_end = -1;
+  if (pi.begin_req == hint.req) {
+    const int n = min(hint.num_blocks, p.max_blocks);
+    hinted_end = pi.begin_req == pi.end_req ? min(pi.end_blk, n) : n;
+  }
+  for (int req = pi.begin_req; req <= pi.end_req && req < p.b; ++req) {
+    const int first = paged_sm90::piece_first(pi, req);
+    const int end = req == pi.begin_req && hinted_end >= 0 ? hinted_end : paged_sm90::piece_end(p, pi, req);
+    if (first < end) f(req, first, end);
+  }
+}
+
 template <class T, class Derived>
 struct TensorCoreKernel {
   static_assert(T::kWarpgroups == 2 && T::kStages == 3 && T::kThreads == 128 * (T::kWarpgroups + 1));
@@ -147,6 +183,23 @@ struct TensorCoreKernel {
     pv_wait();
   }
 
+  // The part's request loaded ahead where T::kGuessFirstRequest (else none), and the part's
+  // pieces walked with it; loaded before the part's entry is first used, so both are in flight at once.
+  CUTE_DEVICE static RequestHint request_hint(const Params& p) {
+    if constexpr (T::kGuessFirstRequest)
+      return load_request_hint(p, static_cast<int>(blockIdx.y));
+    else
+      return {};
+  }
+  template <class F>
+  CUTE_DEVICE static void for_each_piece(const Params& p, const PartInfo& part, const RequestHint& hint,
+                                         F&& f) {
+    if constexpr (T::kGuessFirstRequest)
+      paged_sm90_fp8::for_each_piece(p, part, hint, f);
+    else
+      paged_sm90::for_each_piece(p, part, f);
+  }
+
   // The producer (one thread of the third warpgroup): walks the part's pages (those for_each_piece
   // visits) and stages page j in slot j % 3 once the slot's page j - 3 is free, with its count of
   // valid tokens beside it. A TMA issue can hold its thread for hundreds of cycles when many
@@ -155,11 +208,13 @@ struct TensorCoreKernel {
   CUTE_DEVICE static void produce(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map,
                                   SharedStorage& smem, const PartInfo& part) {
     const int kv_head = static_cast<int>(blockIdx.x) / p.m_tiles;
+    const RequestHint hint = request_hint(p);
     int j = 0;
-    paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
-      const int seqlen = p.seqlens[req];
+    for_each_piece(p, part, hint, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
+      const bool hinted = T::kGuessFirstRequest && req == hint.req;
+      const int seqlen = hinted ? hint.seqlen : p.seqlens[req];
       const int* pages = p.block_table + static_cast<int64_t>(req) * p.max_blocks;
-      int next = pages[first];  // page ids one load ahead
+      int next = hinted && first == 0 ? hint.first_page : pages[first];  // page ids one load ahead
       for (int blk = first; blk < end; ++blk, ++j) {
         const int page = next;
         if (blk + 1 < end) next = pages[blk + 1];

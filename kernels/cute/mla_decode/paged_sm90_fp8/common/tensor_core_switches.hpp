@@ -25,6 +25,9 @@ struct TensorCoreSwitches {
   // before it waits for both P V of page g - 1, and only stores it after: the wait no longer
   // holds the loads (needs kTransposeOneRound's registers).
   static constexpr bool kTransposeAhead = false;
+  // Every thread loads request blockIdx.y's schedule entry, length and first page id beside the
+  // part's entry (RequestHint), used where the part starts there (the whole-request schedule).
+  static constexpr bool kGuessFirstRequest = false;
 };
 
 }  // namespace cutelab::mla::paged_sm90_fp8

@@ -79,10 +79,12 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     static_assert(size(tOrP) == 32 && size(tSrS) == 32);
 
     // --- warpgroup 0: V^T of each staged page ----------------------------------------------
+    const auto hint = Base::request_hint(p);
     int total_pages = 0;  // of the part: page g + 1 exists while g + 1 < total_pages
     if constexpr (!kOwner)
-      paged_sm90::for_each_piece(
-          p, part, [&](int, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE { total_pages += end - first; });
+      Base::for_each_piece(p, part, hint, [&](int, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
+        total_pages += end - first;
+      });
 
     const paged_sm90_fp8::VtTransposer<T> transposer(smem, warp, lane);  // used by warpgroup 0
     const auto transpose_next = [&](int j) CUTLASS_LAMBDA_FUNC_INLINE { transposer.next(smem, j); };
@@ -117,7 +119,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       Base::publish_p(tOrP, smem, buffer, r0, col0, words);
     };
 
-    paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
+    Base::for_each_piece(p, part, hint, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
       const int seqlen = p.seqlens[req];
       float run_max[2] = {-INFINITY, -INFINITY};  // log2 units of the scaled logits (warpgroup 1)
       float row_sum[2] = {0.f, 0.f};              // this thread's share (warpgroup 1)
