@@ -44,6 +44,11 @@ if(CUTELAB_WITH_FLASHINFER AND CUTELAB_BUILD_KERNELS
                       "Run scripts/bootstrap, or configure with -DCUTELAB_WITH_FLASHINFER=OFF.")
 endif()
 
+# Kernel versions that a later version of the same design beats on every case (kept in the tree
+# as the steps before, with their devlog entries; kernels/CMakeLists.txt names them). OFF keeps
+# builds and CI short; ON builds and tests them too.
+option(CUTELAB_SUPERSEDED_KERNELS "Also build the superseded kernel versions (the steps before)" OFF)
+
 # One token per -gencode: CMake de-duplicates repeated options, which would drop the second
 # bare "-gencode" and leave nvcc with a stray argument.
 set(CUTELAB_CUDA_ARCH_FLAGS_SM90A -gencode=arch=compute_90a,code=sm_90a)

@@ -21,13 +21,20 @@
 #include "cute/mla_decode/paged_sm90/paged_sm90_v2/api.hpp"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v3/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v1/api.hpp"
+#if CUTELAB_SUPERSEDED_KERNELS
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v2/api.hpp"
+#endif
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v3/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v4/api.hpp"
+#if CUTELAB_SUPERSEDED_KERNELS
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v9/api.hpp"
+#endif
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v10/api.hpp"
+#if CUTELAB_SUPERSEDED_KERNELS
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v11/api.hpp"
+#endif
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v12/api.hpp"
+#include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v13/api.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/check.hpp"
 #include "cutelab/runtime/registry.hpp"
@@ -47,6 +54,7 @@ struct Version {
   KvFormat kv = KvFormat::bf16;  // the cache format its cases use (bf16: the cache in q's dtype)
   MlaArithmetic arithmetic = MlaArithmetic::q_precision;  // what it rounds to e4m3 (tolerances)
   PartialFormat partials = PartialFormat::fp32;           // what its split pieces write
+  int max_rows = 0;  // query rows a KV head it serves (0: any); its cases take fewer heads
 };
 
 void PrintTo(const Version& v, std::ostream* os) { *os << v.name; }
@@ -62,24 +70,33 @@ std::vector<Version> versions() {
        [](DType d) { return paged_sm90_fp8_v1::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor},
       {"paged_sm90_fp8_v1_fp8_token",
        [](DType d) { return paged_sm90_fp8_v1::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token},
+#if CUTELAB_SUPERSEDED_KERNELS
       {"paged_sm90_fp8_v2_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v2::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
        MlaArithmetic::e4m3_q_and_p},
+#endif
       {"paged_sm90_fp8_v3_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v3::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
        MlaArithmetic::e4m3_q_and_p},
+#if CUTELAB_SUPERSEDED_KERNELS
       {"paged_sm90_fp8_v9_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v9::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
        MlaArithmetic::e4m3_q_and_p},
+#endif
       {"paged_sm90_fp8_v10_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v10::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
        MlaArithmetic::e4m3_q_and_p},
+#if CUTELAB_SUPERSEDED_KERNELS
       {"paged_sm90_fp8_v11_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v11::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
        MlaArithmetic::e4m3_q_and_p},
+#endif
       {"paged_sm90_fp8_v12_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v12::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
        MlaArithmetic::e4m3_q_and_p},
+      {"paged_sm90_fp8_v13_fp8_tensor",
+       [](DType d) { return paged_sm90_fp8_v13::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
+       MlaArithmetic::e4m3_q_and_p, PartialFormat::fp32, 32},
       {"paged_sm90_fp8_v4_fp8_token",
        [](DType d) { return paged_sm90_fp8_v4::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token,
        MlaArithmetic::e4m3_requantised}};
@@ -101,6 +118,8 @@ class MlaDecodeStepPlan : public ::testing::TestWithParam<Version> {
   [[nodiscard]] static MlaDecodeCase form(MlaDecodeCase c) {
     c.kv_format = GetParam().kv;
     c.arithmetic = GetParam().arithmetic;
+    // A version that serves fewer rows: a quarter of the heads until they fit (other head counts stay other).
+    while (GetParam().max_rows > 0 && c.s_q * c.h_q / c.h_kv > GetParam().max_rows) c.h_q /= 4;
     return c;
   }
 };

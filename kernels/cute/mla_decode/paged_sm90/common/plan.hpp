@@ -24,13 +24,22 @@
 namespace cutelab::mla::paged_sm90 {
 
 // A version's main kernel for (dtype, KV format, partial rows); function null when not served. A
-// version that writes partial rows in out's dtype has main_kernel(DType, KvFormat, PartialFormat).
+// version that writes partial rows in out's dtype has main_kernel(DType, KvFormat, PartialFormat);
+// one whose kernel depends on the query rows a KV head (`rows` = s_q * h_q / h_kv, 0 where no
+// problem is known) has main_kernel_for_rows(DType, KvFormat, int).
 template <class Version>
-[[nodiscard]] MainKernel main_kernel_for(DType dtype, KvFormat kv, PartialFormat partials) {
+[[nodiscard]] MainKernel main_kernel_for(DType dtype, KvFormat kv, PartialFormat partials, int rows = 0) {
   if constexpr (requires { Version::main_kernel(dtype, kv, partials); })
     return Version::main_kernel(dtype, kv, partials);
+  else if constexpr (requires { Version::main_kernel_for_rows(dtype, kv, rows); })
+    return partials == PartialFormat::fp32 ? Version::main_kernel_for_rows(dtype, kv, rows) : MainKernel{};
   else
     return partials == PartialFormat::fp32 ? Version::main_kernel(dtype, kv) : MainKernel{};
+}
+
+// Query rows a KV head (0 when h_kv does not divide h_q: the Runner names that).
+[[nodiscard]] inline int rows_per_kv_head(int s_q, int h_q, int h_kv) {
+  return h_kv > 0 && h_q % h_kv == 0 ? s_q * (h_q / h_kv) : 0;
 }
 
 [[nodiscard]] inline const char* partial_format_name(PartialFormat f) {
@@ -69,7 +78,8 @@ struct PlanConfig {
       return concat("dtype ", dtype_name(p.dtype), " is not supported (bf16, f16)");
     if (main_kernel_for<Version>(p.dtype, p.kv_format, PartialFormat::fp32).function == nullptr)
       return concat("reads no ", kv_format_name(p.kv_format), " KV cache with ", dtype_name(p.dtype), " q");
-    const MainKernel main = main_kernel_for<Version>(p.dtype, p.kv_format, tune.partials);
+    const MainKernel main =
+        main_kernel_for<Version>(p.dtype, p.kv_format, tune.partials, rows_per_kv_head(p.s_q, p.h_q, p.h_kv));
     if (main.function == nullptr)
       return concat("writes no partial rows in out's dtype (partials ", partial_format_name(tune.partials),
                     ")");
@@ -114,7 +124,9 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
     const KvFormat kv = shape.dtype == DType::f16 ? KvFormat::f16 : KvFormat::bf16;
     const TuneConfig tune = Config::from_json(config.params).tune;
     return std::make_unique<RunnerDecoder>(
-        Runner(dims, dev, tune, main_kernel_for<Version>(shape.dtype, kv, tune.partials)));
+        Runner(dims, dev, tune,
+               main_kernel_for<Version>(shape.dtype, kv, tune.partials,
+                                        rows_per_kv_head(shape.s_q, shape.h_q, shape.h_kv))));
   }
 
  protected:
@@ -149,7 +161,9 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
     // Every format here; the Runner refuses a cache its main kernel does not read.
     const MlaDecodeDims dims = checked_dims(ws, nullptr, KvFormats::all());
     auto runner = std::make_shared<const Runner>(
-        dims, dev, c.tune, main_kernel_for<Version>(dims.dtype, dims.kv_format, c.tune.partials));
+        dims, dev, c.tune,
+        main_kernel_for<Version>(dims.dtype, dims.kv_format, c.tune.partials,
+                                 rows_per_kv_head(dims.s_q, dims.h_q, dims.h_kv)));
     std::shared_ptr<StepPlan> step = runner->make_step_plan();
     const TensorView seqlens = ws.seqlens.view();
     runner->plan_step(*step, seqlens, nullptr);
