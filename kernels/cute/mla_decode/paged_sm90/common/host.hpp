@@ -121,9 +121,15 @@ class Runner {
   int tail_waves_ = 0;  // SplitSchedule::tail_waves (0 unless config.tail_parts)
 };
 
+// Packed query rows per KV head (Params::rows_per_head); 0 when h_kv does not divide h_q (the
+// Runner and validate() name that).
+[[nodiscard]] inline int rows_per_kv_head(int s_q, int h_q, int h_kv) {
+  return h_kv > 0 && h_q % h_kv == 0 ? s_q * (h_q / h_kv) : 0;
+}
+
 // M tiles of kBlockM packed query rows per KV head, and the grid's columns: h_kv x M tiles.
 [[nodiscard]] inline int m_tiles_of(int s_q, int h_q, int h_kv) {
-  return ceil_div(s_q * (h_q / h_kv), kBlockM);
+  return ceil_div(rows_per_kv_head(s_q, h_q, h_kv), kBlockM);
 }
 
 // The grid a Runner launches for `units` = h_kv x M tiles columns on `sm_count` SMs: full rows of

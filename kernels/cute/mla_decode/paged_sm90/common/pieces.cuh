@@ -277,6 +277,28 @@ CUTE_DEVICE void store_row_sectors(Element* dst, const FragO& tOrO, int h, float
   }
 }
 
+// Whether a piece's call length needs another page count than the plan covered (its rows are then
+// written as NaN: refused loudly); raises the plan's reuse flag (one thread a warpgroup).
+CUTE_DEVICE bool stale_piece(const Params& p, const PieceRequest& request) {
+  const bool stale = planned_pages(request.seqlen) != request.split.num_blocks;
+  if (stale && p.schedule.reuse_error && threadIdx.x % 128 == 0) *p.schedule.reuse_error = 1;
+  return stale;
+}
+
+// A finished row's output factor and lse (write_piece's rules): NaN for a stale piece; a row that saw
+// no key gets factor 0 and lse +inf as a final result, -inf (weight 0) as a partial.
+struct RowFinish {
+  float inv;
+  float lse;
+};
+CUTE_DEVICE RowFinish finish_row(float row_max, float row_sum, bool stale, bool split, float out_scale) {
+  const bool any = row_sum > 0.f;
+  return {stale ? NAN : any ? out_scale / row_sum : 0.f,
+          stale ? NAN
+          : any ? (row_max + log2f(row_sum)) * 0.69314718055994530942f
+                : (split ? -INFINITY : INFINITY)};
+}
+
 // Writes one warpgroup's O columns [col_base, col_base + N) of a finished piece. Accumulator
 // register i holds packed row r0 + row_step * ((i >> 1) & 1) of the M tile (row_step 8 unless a
 // design spreads its rows), column col_base + (i & 1) + 8 * (i >> 2).
@@ -295,17 +317,13 @@ CUTE_DEVICE void write_piece(const Params& p, int req, const PieceRequest& reque
   const RequestSplit& rs = request.split;
   const bool split = rs.num_splits > 1;
   const int slot = rs.split_offset + part - rs.first_part;
-  // The call's length needs another page count than the plan covered: refuse loudly (NaN).
-  const bool stale = planned_pages(request.seqlen) != rs.num_blocks;
-  if (stale && p.schedule.reuse_error && threadIdx.x % 128 == 0) *p.schedule.reuse_error = 1;
+  const bool stale = stale_piece(p, request);
   float inv[2], lse[2];
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {
-    const bool any = row_sum[h] > 0.f;
-    inv[h] = stale ? NAN : any ? out_scale / row_sum[h] : 0.f;
-    lse[h] = stale ? NAN
-             : any ? (row_max[h] + log2f(row_sum[h])) * 0.69314718055994530942f
-                   : (split ? -INFINITY : INFINITY);
+    const RowFinish f = finish_row(row_max[h], row_sum[h], stale, split, out_scale);
+    inv[h] = f.inv;
+    lse[h] = f.lse;
   }
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {

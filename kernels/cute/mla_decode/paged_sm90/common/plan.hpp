@@ -37,11 +37,6 @@ template <class Version>
     return partials == PartialFormat::fp32 ? Version::main_kernel(dtype, kv) : MainKernel{};
 }
 
-// Query rows a KV head (0 when h_kv does not divide h_q: the Runner names that).
-[[nodiscard]] inline int rows_per_kv_head(int s_q, int h_q, int h_kv) {
-  return h_kv > 0 && h_q % h_kv == 0 ? s_q * (h_q / h_kv) : 0;
-}
-
 [[nodiscard]] inline const char* partial_format_name(PartialFormat f) {
   return f == PartialFormat::out_dtype ? "out_dtype" : "fp32";
 }

@@ -189,7 +189,9 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
   // Q of a piece as e4m3 codes with one scale per row (amax / 448), as Base::load_q_codes writes
   // them, but with both live passes' loads in flight at once (at most kRows = 32 live rows: rows
   // thread / 8 and 16 + thread / 8); Base's loader waits for each pass's loads in turn, a second
-  // memory round trip at h32. The padded rows' codes and scales are 0.
+  // memory round trip at h32. The padded rows' codes and scales are 0. Its own copy: Base's loop
+  // rewritten around a shared row step changed v10 / v12's SASS, and Base given a four-pass form
+  // made v13 2.5% slower at b32 (bench/results/2026-11-24-h200-twenty-fourth-session/, call i).
   CUTE_DEVICE static void load_q_codes(const Params& p, SharedStorage& smem, int req, int thread) {
     constexpr int kUnits = T::kHeadDimQK / 64;  // 16-byte units of q per thread and row
     constexpr int kLivePasses = kRows / 16;
@@ -370,21 +372,16 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     }
     SignalBarrier::arrive(&smem.final_read[slot_state]);
 
-    const RequestSplit rs = p.schedule.requests[req];
-    const bool split = rs.num_splits > 1;
-    const int slot = rs.split_offset + static_cast<int>(blockIdx.y) - rs.first_part;
-    const bool stale = planned_pages(p.seqlens[req]) != rs.num_blocks;
-    if (stale && p.schedule.reuse_error && threadIdx.x % 128 == 0) *p.schedule.reuse_error = 1;
+    const paged_sm90::PieceRequest request{p.schedule.requests[req], p.seqlens[req]};
+    const bool split = request.split.num_splits > 1;
+    const int slot = request.split.split_offset + static_cast<int>(blockIdx.y) - request.split.first_part;
+    const bool stale = paged_sm90::stale_piece(p, request);
     const bool writes_lse = threadIdx.x % 128 < 4;
     CUTE_UNROLL
     for (int c = 0; c < 8; ++c) {
       const int packed = 2 * quad + (c & 1) + 8 * (c >> 1);
       if (packed >= p.rows_per_head) continue;
-      const bool any = row_sum[c] > 0.f;
-      const float inv = stale ? NAN : any ? out_scale / row_sum[c] : 0.f;
-      const float lse = stale ? NAN
-                        : any ? (row_max[c] + log2f(row_sum[c])) * 0.69314718055994530942f
-                              : (split ? -INFINITY : INFINITY);
+      const auto [inv, lse] = paged_sm90::finish_row(row_max[c], row_sum[c], stale, split, out_scale);
       float v[16];  // dims d0 .. d0 + 15
       CUTE_UNROLL
       for (int dd = 0; dd < 16; ++dd) v[dd] = acc((c & 1) + 2 * (dd & 1) + 4 * (c >> 1), dd / 2, 0) * inv;
