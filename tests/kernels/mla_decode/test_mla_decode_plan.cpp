@@ -32,8 +32,8 @@
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v10/api.hpp"
 #if CUTELAB_SUPERSEDED_KERNELS
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v11/api.hpp"
-#endif
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v12/api.hpp"
+#endif
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v13/api.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/check.hpp"
@@ -90,10 +90,10 @@ std::vector<Version> versions() {
       {"paged_sm90_fp8_v11_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v11::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
        MlaArithmetic::e4m3_q_and_p},
-#endif
       {"paged_sm90_fp8_v12_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v12::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
        MlaArithmetic::e4m3_q_and_p},
+#endif
       {"paged_sm90_fp8_v13_fp8_tensor",
        [](DType d) { return paged_sm90_fp8_v13::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
        MlaArithmetic::e4m3_q_and_p, PartialFormat::fp32, 32},
