@@ -150,22 +150,22 @@ struct TensorCoreKernel {
   // measured). P V of page g is issued as soon as P is published (behind warpgroup 1's S of page
   // g + 1 and P V of page g) and waited for only before the next transpose, or at the piece's end.
   // `on_page(g)` reads what a design publishes beside P and the scales.
-  // With T::kTransposeAhead, `transposer` replaces transpose_next in the loop.
+  // With T::kTransposeAhead, `transposer`'s load_ahead / store_held replace transpose_next in the loop.
   template <class FragO, class PvWait, class TransposeNext, class PvIssue, class OnPage>
   CUTE_DEVICE static void transposer_pages(SharedStorage& smem, int first, int end, int& g, int total_pages,
                                            int r0, FragO& tOrO, PvWait&& pv_wait,
                                            TransposeNext&& transpose_next, PvIssue&& pv_issue,
-                                           OnPage&& on_page, const VtTransposer<T>* transposer = nullptr) {
+                                           OnPage&& on_page, const VtTransposer<T>& transposer) {
     static_assert(!T::kTransposeAhead || T::kTransposeOneRound,
                   "the held block needs the one-round registers");
     for (int page = first; page < end; ++page, ++g) {
       if (g + 1 < total_pages) {
         if constexpr (T::kTransposeAhead) {
           typename VtTransposer<T>::Held held;
-          transposer->load_ahead(smem, g + 1, held);
+          transposer.load_ahead(smem, g + 1, held);
           if (g > 0) SignalBarrier::wait(&smem.wg1_done[(g - 1) & 1], ((g - 1) >> 1) & 1);
           pv_wait();  // own P V of page g - 1
-          transposer->store_held(smem, g + 1, held);
+          transposer.store_held(smem, g + 1, held);
         } else {
           if (g > 0) SignalBarrier::wait(&smem.wg1_done[(g - 1) & 1], ((g - 1) >> 1) & 1);
           pv_wait();  // own P V of page g - 1

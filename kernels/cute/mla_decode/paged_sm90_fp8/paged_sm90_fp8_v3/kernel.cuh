@@ -258,13 +258,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         for (int h = 0; h < 2; ++h) row_sum[h] *= 1.f / T::kPScale;  // exact: a power of two
         paged_sm90::publish_piece_state(smem, piece, r0, col0, run_max, row_sum);
       } else {
-        const auto on_page = [](int) CUTLASS_LAMBDA_FUNC_INLINE {};
-        if constexpr (T::kTransposeAhead)
-          Base::transposer_pages(smem, first, end, g, total_pages, r0, tOrO, pv_wait, transpose_next,
-                                 pv_issue, on_page, &transposer);
-        else
-          Base::transposer_pages(smem, first, end, g, total_pages, r0, tOrO, pv_wait, transpose_next,
-                                 pv_issue, on_page);
+        Base::transposer_pages(smem, first, end, g, total_pages, r0, tOrO, pv_wait, transpose_next, pv_issue,
+                               [](int) CUTLASS_LAMBDA_FUNC_INLINE {}, transposer);
         paged_sm90::read_piece_state(smem, piece, r0, run_max, row_sum);
       }
       paged_sm90::write_piece<Element, T::kHeadDimV, kBlockM>(

@@ -499,7 +499,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       } else {
         // v3's order; beside P, the page's reference M (O's unit after its P V).
         Base::transposer_pages(smem, first, end, g, total_pages, r0, tOrO, pv_wait, transpose_next, pv_issue,
-                               [&](int page) CUTLASS_LAMBDA_FUNC_INLINE { ref = smem.page_m[page & 1]; });
+                               [&](int page) CUTLASS_LAMBDA_FUNC_INLINE { ref = smem.page_m[page & 1]; },
+                               transposer);
         paged_sm90::read_piece_state(smem, piece, r0, run_max, row_sum);
       }
       // O holds sum P V' with V' = V / M of the last page (earlier pages rescaled as M moved).
