@@ -62,13 +62,17 @@ KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call, bool s
     maps.kv = sm90::make_tiled_tensor_map<4>(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.kv_cache.data,
                                              {entry, heads, tokens, pages}, strides, wide,
                                              CU_TENSOR_MAP_SWIZZLE_128B, kKvPromotion);
-    if (call.kv_format == KvFormat::fp8_token)  // the bf16 RoPE values: 128-byte rows, bf16 K-major
+    if (call.kv_format == KvFormat::fp8_token) {  // the bf16 RoPE values: 128-byte rows, bf16 K-major
       maps.rope = sm90::make_tiled_tensor_map<4>(
           CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
           static_cast<const std::uint8_t*>(args.kv_cache.data) + kFp8RopeOffset,
           {kHeadDimQK - kHeadDimV, heads, tokens, pages}, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
           kKvPromotion);
-    else  // fp8_tensor's RoPE codes: one box of 64 bytes
+      const std::array<std::uint32_t, 4> scale_box{16u, 1u, static_cast<std::uint32_t>(tokens), 1u};
+      maps.scales = sm90::make_tiled_tensor_map<4>(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.kv_cache.data,
+                                                   {entry, heads, tokens, pages}, strides, scale_box,
+                                                   CU_TENSOR_MAP_SWIZZLE_NONE, kKvPromotion);
+    } else  // fp8_tensor's RoPE codes: one box of 64 bytes
       maps.rope = sm90::make_tiled_tensor_map<4>(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.kv_cache.data,
                                                  {entry, heads, tokens, pages}, strides, box,
                                                  CU_TENSOR_MAP_SWIZZLE_64B, kKvPromotion);

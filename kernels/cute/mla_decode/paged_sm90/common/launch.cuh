@@ -17,8 +17,8 @@ void set_attributes() {
   set_dynamic_smem(kKernel, sizeof(typename Traits::SharedStorage));
 }
 
-// A main kernel takes (Params, kv map) or (Params, kv map, second map): the FP8 designs' rope map,
-// or the q map of a design that loads Q tiles by TMA (kQMap).
+// A main kernel takes (Params, kv map), (Params, kv map, second map): the FP8 designs' rope map,
+// or the q map of a design that loads Q tiles by TMA (kQMap), or (Params, kv, rope, scale maps).
 template <class... Args>
 constexpr int map_count(void (*)(Params, Args...)) {
   return sizeof...(Args);
@@ -31,7 +31,9 @@ void launch_main(const Params& p, const KvMaps& maps, dim3 grid, cudaStream_t st
   shape.block = dim3(Traits::kThreads, 1, 1);
   shape.dynamic_smem = sizeof(typename Traits::SharedStorage);
   shape.programmatic_dependent_launch = true;  // the kernel waits for the schedule itself
-  if constexpr (map_count(kKernel) == 2)
+  if constexpr (map_count(kKernel) == 3)
+    cutelab::launch(kKernel, shape, stream, p, maps.kv, maps.rope, maps.scales);
+  else if constexpr (map_count(kKernel) == 2)
     cutelab::launch(kKernel, shape, stream, p, maps.kv, kQMap ? maps.q : maps.rope);
   else
     cutelab::launch(kKernel, shape, stream, p, maps.kv);

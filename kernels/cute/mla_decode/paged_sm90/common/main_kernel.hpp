@@ -22,12 +22,14 @@ inline constexpr int kBlockM = 64;  // packed query rows per CTA (every version)
 // (MainKernel::fp8_swizzled): `kv` boxes of 128 latent bytes x 64 tokens, 128-byte swizzle,
 // `rope` boxes of the 64 RoPE bytes x 64 tokens, 64-byte swizzle (fp8_token: its 64 bf16 RoPE
 // values x 64 tokens, 128-byte swizzle). `q` (MainKernel::q_map): q as (576 columns, heads of a KV
-// head, KV heads, query tokens), boxes of 64 columns x paged_sm90::q_box, 128-byte swizzle. Unused
-// maps stay zero.
+// head, KV heads, query tokens), boxes of 64 columns x paged_sm90::q_box, 128-byte swizzle.
+// `scales` (swizzled fp8_token only): the 16 bytes of group scales at byte 512 of each entry, boxes
+// of 16 bytes x 64 tokens unswizzled, for a kernel that takes a third map. Unused maps stay zero.
 struct KvMaps {
   CUtensorMap kv{};
   CUtensorMap rope{};
   CUtensorMap q{};
+  CUtensorMap scales{};
 };
 
 // One version's main kernel for one element type (and, for FP8 designs, one cache format). It is launched as

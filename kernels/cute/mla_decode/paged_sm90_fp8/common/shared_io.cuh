@@ -16,6 +16,12 @@ __device__ __forceinline__ uint4 ld_shared_128(std::uint32_t addr) {
   return v;
 }
 
+__device__ __forceinline__ std::uint32_t ld_shared_32(std::uint32_t addr) {
+  std::uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
+
 __device__ __forceinline__ void st_shared_128(std::uint32_t addr, const uint4& v) {
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z),
                "r"(v.w)

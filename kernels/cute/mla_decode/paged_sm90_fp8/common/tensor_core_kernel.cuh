@@ -1,5 +1,5 @@
 #pragma once
-// The parts of the FP8-tensor-core MLA designs (paged_sm90_fp8 v2-v4, v9-v11) that sit outside
+// The parts of the FP8-tensor-core MLA designs (paged_sm90_fp8 v2-v4, v9-v13, v17) that sit outside
 // the S owner's page loop: the kernel's entry (barriers, roles, setmaxnreg), the producer thread
 // that stages pages, Q's e4m3 codes, the issue of S and of a warpgroup's P V, and warpgroup 0's V^T
 // transposer and its page loop. A design's Kernel derives from TensorCoreKernel<T, Kernel> and
@@ -94,12 +94,19 @@ struct TensorCoreKernel {
     return paged_sm90_fp8::packed_row<kBlockM, kSpreadRows>(row);
   }
 
-  CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map) {
+  // `scale_map`: T::kScaleBox's map (null without it).
+  CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map,
+                              const CUtensorMap* scale_map = nullptr) {
+    // setmaxnreg moves registers within the CTA's launch allocation: 168 a thread at 384 threads
+    // (65,536 / 384 rounded down to 8). One more and the consumers' increase waits forever.
+    static_assert(T::kProducerRegisters + kTransposerRegisters + kOwnerRegisters <= 3 * 168,
+                  "setmaxnreg counts above the launch allocation: the kernel would hang");
     extern __shared__ __align__(1024) char smem_raw[];
     auto& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
     if (threadIdx.x == 0) {
       cute::prefetch_tma_descriptor(kv_map);
       cute::prefetch_tma_descriptor(rope_map);
+      if constexpr (T::kScaleBox) cute::prefetch_tma_descriptor(scale_map);
       init_barriers(smem);
       cutlass::arch::fence_barrier_init();
     }
@@ -110,7 +117,14 @@ struct TensorCoreKernel {
     __syncthreads();
     if (threadIdx.x >= 256) {
       cutlass::arch::warpgroup_reg_dealloc<T::kProducerRegisters>();
-      if (threadIdx.x == 256) produce(p, kv_map, rope_map, smem, part);
+      if constexpr (T::kSigmaWarp) {
+        if (threadIdx.x / 32 == 9)
+          Derived::sigma_pages(p, smem, part);
+        else if (threadIdx.x == 256)
+          produce(p, kv_map, rope_map, scale_map, smem, part);
+      } else if (threadIdx.x == 256) {
+        produce(p, kv_map, rope_map, scale_map, smem, part);
+      }
       return;
     }
     if constexpr (kTransposerRegisters == kOwnerRegisters) {
@@ -139,8 +153,12 @@ struct TensorCoreKernel {
       SignalBarrier::init(&smem.final_read[s], 128);
     }
     // A staged page is free once S read it (one arrival per warp of warpgroup 1) and every
-    // thread of warpgroup 0 transposed its part (and read the valid count).
-    for (int s = 0; s < T::kStages; ++s) SignalBarrier::init(&smem.slot_free[s], 4 + 128);
+    // thread of warpgroup 0 transposed its part (and read the valid count); with kSigmaWarp, once
+    // that warp read it too.
+    for (int s = 0; s < T::kStages; ++s)
+      SignalBarrier::init(&smem.slot_free[s], 4 + 128 + (T::kSigmaWarp ? 1 : 0));
+    if constexpr (T::kSigmaWarp)
+      for (int s = 0; s < T::kStages; ++s) SignalBarrier::init(&smem.sigma_ready[s], 1);
   }
 
   // Warpgroup 0's pages [first, end) of a piece (v3, v4; g counts the part's pages). The next page
@@ -206,7 +224,7 @@ struct TensorCoreKernel {
   // bytes are in flight: on a consumer it delayed the whole page loop (measured ~750 cycles a
   // page), here it only waits.
   CUTE_DEVICE static void produce(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map,
-                                  SharedStorage& smem, const PartInfo& part) {
+                                  const CUtensorMap* scale_map, SharedStorage& smem, const PartInfo& part) {
     const int kv_head = static_cast<int>(blockIdx.x) / p.m_tiles;
     const RequestHint hint = request_hint(p);
     int j = 0;
@@ -221,15 +239,17 @@ struct TensorCoreKernel {
         const int slot = j % T::kStages;
         if (j >= T::kStages) SignalBarrier::wait(&smem.slot_free[slot], (j / T::kStages - 1) & 1);
         smem.stage_valid[slot] = min(kBlockN, seqlen - blk * kBlockN);
-        load_stage(p, kv_map, rope_map, smem, slot, page, kv_head);
+        load_stage(p, kv_map, rope_map, scale_map, smem, slot, page, kv_head);
       }
     });
   }
 
   // Loads page `page` into staging slot `slot`: four 128-byte x 64-token boxes of latent codes and
-  // one box of the RoPE columns (fp8_tensor: 64 bytes; fp8_token: 64 bf16 values); one thread.
+  // one box of the RoPE columns (fp8_tensor: 64 bytes; fp8_token: 64 bf16 values), with
+  // T::kScaleBox one of the group scales; one thread.
   CUTE_DEVICE static void load_stage(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* rope_map,
-                                     SharedStorage& smem, int slot, int page, int kv_head) {
+                                     const CUtensorMap* scale_map, SharedStorage& smem, int slot, int page,
+                                     int kv_head) {
     std::uint8_t* stage = smem.stage[slot];
     FullBarrier::arrive_and_expect_tx(&smem.stage_full[slot], T::kStageBytes);
     CUTE_UNROLL
@@ -238,6 +258,10 @@ struct TensorCoreKernel {
                                    stage + c * T::kLatentChunkBytes, c * T::kLatentChunk, kv_head, 0, page);
     cute::SM90_TMA_LOAD_4D::copy(rope_map, &smem.stage_full[slot], p.kv_cache_hint, stage + T::kRopeOffset,
                                  static_cast<int>(T::kRopeMapColumn), kv_head, 0, page);
+    if constexpr (T::kScaleBox)
+      cute::SM90_TMA_LOAD_4D::copy(scale_map, &smem.stage_full[slot], p.kv_cache_hint,
+                                   stage + T::kScaleOffset, static_cast<int>(kFp8ScaleOffset), kv_head, 0,
+                                   page);
   }
 
   // Byte offset of Q code / staged code (row, column) in a page-shaped tile.

@@ -28,6 +28,13 @@ struct TensorCoreSwitches {
   // Every thread loads request blockIdx.y's schedule entry, length and first page id beside the
   // part's entry (RequestHint), used where the part starts there (the whole-request schedule).
   static constexpr bool kGuessFirstRequest = false;
+  // fp8_token: each staged page also gets its tokens' four group scales, one TMA box of 16 bytes x
+  // 64 tokens at T::kScaleOffset (the kernel's third map, KvMaps::scales).
+  static constexpr bool kScaleBox = false;
+  // A second warp of the producer warpgroup runs Derived::sigma_pages over the staged pages (a
+  // per-page record for the S owner); it also holds each slot until it has read it, and signals
+  // sigma_ready[slot] (one arrival) when the page's record is written.
+  static constexpr bool kSigmaWarp = false;
 };
 
 }  // namespace cutelab::mla::paged_sm90_fp8

@@ -142,7 +142,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         }
         const int slot = issued % T::kStages;
         smem.stage_valid[slot] = min(kBlockN, next_seqlen - next.blk * kBlockN);
-        Base::load_stage(p, kv_map, rope_map, smem, slot, next_page, kv_head);
+        Base::load_stage(p, kv_map, rope_map, nullptr, smem, slot, next_page, kv_head);
         ++next.blk;
         settle();
         read_ahead();

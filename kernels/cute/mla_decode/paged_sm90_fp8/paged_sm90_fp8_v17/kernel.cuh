@@ -1,0 +1,584 @@
+#pragma once
+// paged_sm90_fp8 v17 device code: v13's roles on an fp8_token cache. The entry and the producer are
+// ../common/tensor_core_kernel.cuh's (with the scale box); the S owner's page loop and softmax are
+// v13's with S summed from one accumulator per scale group plus the bf16 RoPE one, and P^T written
+// once per group with that group's token scales on it; warpgroup 0 multiplies each group's two
+// O^T tiles by its P^T. Nothing in the page is rewritten. README.md has the design.
+
+#include <cfloat>
+
+#include <cuda.h>
+
+#include <cutlass/arch/barrier.h>
+#include <cute/tensor.hpp>
+#include <cutlass/detail/helper_macros.hpp>
+
+#include "cute/mla_decode/paged_sm90/common/pieces.cuh"
+#include "cute/mla_decode/paged_sm90_fp8/common/codes.cuh"
+#include "cute/mla_decode/paged_sm90_fp8/common/tensor_core_kernel.cuh"
+#include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v17/config.hpp"
+#include "cutelab/device/sm90/opaque.cuh"
+
+namespace cutelab::mla::paged_sm90_fp8_v17 {
+
+using paged_sm90::Params;
+using SignalBarrier = cutlass::arch::ClusterBarrier;  // mbarrier: release on arrive, acquire on wait
+using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
+using NamedBarrier = cutlass::arch::NamedBarrier;
+namespace codes = paged_sm90_fp8;
+
+template <class T>
+struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
+  using Base = paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>>;
+  using Base::kBlockM;
+  using Base::kBlockN;
+  using typename Base::Code;
+  using typename Base::Element;
+  using typename Base::SharedStorage;
+  static constexpr int kRows = T::kRows;
+  static constexpr int kGroups = T::kGroups;
+  static constexpr float kMaxSlack = 0.8f;  // v3's: P x 2^8 stays under e4m3's largest value
+  // Barrier roles as in v13: vt_ready[b] is "P^T buffer b free"; wg1_done is unused.
+
+  template <int kWG>
+  CUTE_DEVICE static void consume(const Params& p, SharedStorage& smem, const PartInfo& part) {
+    if constexpr (kWG == 1)
+      own_pages(p, smem, part);
+    else
+      multiply_pages(p, smem, part);
+  }
+
+  CUTE_DEVICE static int kv_head() { return sm90::opaque(static_cast<int>(blockIdx.x)); }  // m_tiles = 1
+
+  // --- warpgroup 1: Q, S, the softmax, P^T per group -----------------------------------------
+  // S / q_scale = sum_g s[token][g] x (Q8_g . K8_g^T) + (Q_rope / q_scale) . K_rope^T, the group
+  // products in their own accumulators (a token's scales are per column of S). P^T of group g
+  // carries P x 2^8 x s[token][g] / sigma, sigma the largest valid scale of the piece so far (the
+  // sigma warp's record); O^T takes sigma_old / sigma_new with the softmax's factor when sigma
+  // grows, and sigma / 2^8 at the end.
+  CUTE_DEVICE static void own_pages(const Params& p, SharedStorage& smem, const PartInfo& part) {
+    using namespace cute;
+    const int wg_thread = threadIdx.x % 128;
+    const int lane = threadIdx.x % 32;
+    const int warp = wg_thread / 32;
+    const int r0 = warp * 16 + lane / 4;   // accumulator rows r0 (live) and r0 + 8 (padding)
+    const int row = Base::packed_row(r0);  // r0's packed row: P^T's row
+    const int col0 = 2 * (lane % 4);
+
+    typename T::TiledMmaQK mma_qk;
+    auto thr_qk = mma_qk.get_thread_slice(wg_thread);
+    typename T::TiledMmaQKRope mma_rope;
+    auto thr_rope = mma_rope.get_thread_slice(wg_thread);
+    using FragS = decltype(partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{}));
+    FragS tSrS;           // the RoPE product, then S
+    FragS tSrG[kGroups];  // Q8_g . K8_g^T
+    static_assert(size(FragS{}) == 32);
+    const auto fence_s = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
+      warpgroup_fence_operand(tSrS);
+      CUTE_UNROLL
+      for (int g = 0; g < kGroups; ++g) warpgroup_fence_operand(tSrG[g]);
+    };
+    const std::uint32_t stage0 = cute::cast_smem_ptr_to_uint(smem.stage[0]);
+
+    // S of the page staged in `slot`: issued and committed, not waited.
+    const auto qk_issue = [&](int slot, int phase) CUTLASS_LAMBDA_FUNC_INLINE {
+      std::uint8_t* q_bytes = sm90::opaque(smem.q);
+      std::uint8_t* k_bytes = sm90::opaque(smem.stage[0]) + slot * T::kStageBytes;
+      Tensor tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(
+          make_tensor(make_smem_ptr(reinterpret_cast<Code*>(q_bytes)), typename T::SmemLayoutLatent{})));
+      Tensor tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(
+          make_tensor(make_smem_ptr(reinterpret_cast<Code*>(k_bytes)), typename T::SmemLayoutLatent{})));
+      Tensor tRrQ = thr_rope.make_fragment_A(thr_rope.partition_A(
+          make_tensor(make_smem_ptr(reinterpret_cast<Element*>(q_bytes + T::kRopeOffset)),
+                      typename T::SmemLayoutRope{})));
+      Tensor tRrK = thr_rope.make_fragment_B(thr_rope.partition_B(
+          make_tensor(make_smem_ptr(reinterpret_cast<Element*>(k_bytes + T::kRopeOffset)),
+                      typename T::SmemLayoutRope{})));
+      static_assert(size<2>(decltype(tSrQ){}) == 4 * kGroups && size<2>(decltype(tRrQ){}) == 4);
+      FullBarrier::wait(&smem.stage_full[slot], phase);
+      fence_s();
+      warpgroup_arrive();
+      mma_rope.accumulate_ = GMMA::ScaleOut::Zero;
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tRrQ); ++k) {
+        cute::gemm(mma_rope, tRrQ(_, _, k), tRrK(_, _, k), tSrS);
+        mma_rope.accumulate_ = GMMA::ScaleOut::One;
+      }
+      CUTE_UNROLL
+      for (int g = 0; g < kGroups; ++g) {
+        mma_qk.accumulate_ = GMMA::ScaleOut::Zero;
+        CUTE_UNROLL
+        for (int k = 0; k < 4; ++k) {
+          cute::gemm(mma_qk, tSrQ(_, _, 4 * g + k), tSrK(_, _, 4 * g + k), tSrG[g]);
+          mma_qk.accumulate_ = GMMA::ScaleOut::One;
+        }
+      }
+      warpgroup_commit_batch();
+      fence_s();
+    };
+
+    const auto hint = Base::request_hint(p);
+    if (hint.req >= 0) prefetch_q(p, hint.req, wg_thread);
+    int g = 0;      // pages consumed so far by this CTA
+    int piece = 0;  // pieces finished, for the parity of final_max / final_sum / final_sigma
+
+    Base::for_each_piece(p, part, hint, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
+      const int seqlen = p.seqlens[req];
+      float run_max = -INFINITY;  // log2 units of the scaled logits
+      float row_sum = 0.f;        // this thread's share
+      float sigma = 0.f;          // the piece's largest valid group scale so far (the sigma warp's)
+      if (piece > 0) NamedBarrier::sync(128, T::kWarpgroupSync + 1);
+      load_q(p, smem, req, wg_thread);
+      NamedBarrier::sync(128, T::kWarpgroupSync + 1);
+      // Q's RoPE columns were stored divided by q_scale (load_q): S / q_scale comes out of the sum.
+      const float logit_factor = smem.q_scale[r0] * p.scale_log2;
+      const int packed = min(row, p.rows_per_head - 1);
+      const int limit = p.causal ? seqlen - p.s_q + packed / p.heads_per_kv + 1 : seqlen;
+      const int min_limit = p.causal ? seqlen - p.s_q + 1 : seqlen;
+
+      float scale;                        // O^T's factor for this row before the packed page's P^T
+      std::uint32_t p_codes[kGroups][4];  // that page's P^T words, per group (v13's word order)
+      // S of page g is complete: sum it with the page's scales (kept in registers: the dead
+      // accumulators' room), free the slot, then the softmax of row r0 and P^T per group.
+      const auto softmax_and_pack = [&](int page, int gg) CUTLASS_LAMBDA_FUNC_INLINE {
+        fence_s();
+        const int slot = gg % T::kStages;
+        const std::uint32_t scales = stage0 + slot * T::kStageBytes + T::kScaleOffset;
+        const auto body = [&](auto masked) CUTLASS_LAMBDA_FUNC_INLINE {
+          constexpr bool kMasked = decltype(masked)::value;
+          const int valid = seqlen - page * kBlockN;  // tokens of the page in the request (>= 64 unmasked)
+          // Accumulator i with ((i >> 1) & 1) == 0 is row r0, column col0 + (i & 1) + 8 (i >> 2);
+          // sc[2 (i >> 2) + (i & 1)] holds that column's four group scales, 0 past the request's end
+          // (those bytes may be anything).
+          float4 sc[16];
+          CUTE_UNROLL
+          for (int i = 0; i < size(tSrS); ++i) {
+            if (((i >> 1) & 1) != 0) continue;
+            const int c = col0 + (i & 1) + 8 * (i >> 2);
+            const uint4 w = codes::ld_shared_128(scales + c * T::kScaleRowBytes);
+            float4 s = make_float4(__uint_as_float(w.x), __uint_as_float(w.y), __uint_as_float(w.z),
+                                   __uint_as_float(w.w));
+            if constexpr (kMasked)
+              if (c >= valid) s = make_float4(0.f, 0.f, 0.f, 0.f);
+            sc[2 * (i >> 2) + (i & 1)] = s;
+            tSrS(i) = fmaf(s.w, tSrG[3](i),
+                           fmaf(s.z, tSrG[2](i), fmaf(s.y, tSrG[1](i), fmaf(s.x, tSrG[0](i), tSrS(i)))));
+          }
+          // The page's record {factor, 1 / sigma, sigma}, read by the lane that releases the slot
+          // (the sigma warp rewrites it for the slot's next page once the release is complete).
+          SignalBarrier::wait(&smem.sigma_ready[slot], (gg / T::kStages) & 1);
+          float4 record = make_float4(0.f, 0.f, 0.f, 0.f);
+          if (lane == 0) record = smem.page_sigma[slot];
+          // S and this warp's scale reads are done with the slot: the next TMA copy may refill it
+          // (docs/knowledge/anti-patterns/generic-reads-released-to-tma-without-proxy-fence.md).
+          cutlass::arch::fence_view_async_shared();
+          __syncwarp();
+          if (lane == 0) SignalBarrier::arrive(&smem.slot_free[slot]);
+          record.x = __shfl_sync(0xffffffffu, record.x, 0);
+          const float inv_sigma = __shfl_sync(0xffffffffu, record.y, 0);
+          sigma = __shfl_sync(0xffffffffu, record.z, 0);
+
+          const auto logit = [&](int i) CUTLASS_LAMBDA_FUNC_INLINE {
+            if constexpr (kMasked)
+              if (page * kBlockN + col0 + (i & 1) + 8 * (i >> 2) >= limit) return -INFINITY;
+            return tSrS(i);
+          };
+          float page_max = -INFINITY;
+          CUTE_UNROLL
+          for (int i = 0; i < size(tSrS); ++i)
+            if (((i >> 1) & 1) == 0) page_max = fmaxf(page_max, logit(i));
+          const float m_page = paged_sm90::quad_max(page_max) * logit_factor;
+          if (m_page > run_max + kMaxSlack) {  // false while both are -inf
+            scale = device::ex2_approx_ftz(run_max - m_page);
+            run_max = m_page;
+            row_sum *= scale;
+          } else {
+            scale = 1.f;
+          }
+          scale *= record.x;
+          // A row that has seen only masked keys keeps max -inf: exp2(-inf) = 0 keeps P at 0.
+          const float bias = 8.f - (run_max == -INFINITY ? 0.f : run_max);
+          CUTE_UNROLL
+          for (int kb = 0; kb < 2; ++kb) CUTE_UNROLL
+          for (int hi = 0; hi < 2; ++hi) {
+            const int j = 4 * (4 * kb + 2 * hi);  // accumulator j, j + 1, j + 4, j + 5: row r0
+            float e[4];
+            float4 s[4];
+            CUTE_UNROLL
+            for (int q = 0; q < 4; ++q) {
+              const int i = j + (q & 1) + 4 * (q >> 1);
+              e[q] = device::ex2_approx_ftz(fmaf(logit(i), logit_factor, bias));
+              s[q] = sc[2 * (i >> 2) + (i & 1)];
+            }
+            row_sum += (e[0] + e[1]) + (e[2] + e[3]);
+            CUTE_UNROLL
+            for (int q = 0; q < 4; ++q) e[q] *= inv_sigma;
+            p_codes[0][2 * kb + hi] =
+                codes::pack_e4m3x4(e[0] * s[0].x, e[1] * s[1].x, e[2] * s[2].x, e[3] * s[3].x);
+            p_codes[1][2 * kb + hi] =
+                codes::pack_e4m3x4(e[0] * s[0].y, e[1] * s[1].y, e[2] * s[2].y, e[3] * s[3].y);
+            p_codes[2][2 * kb + hi] =
+                codes::pack_e4m3x4(e[0] * s[0].z, e[1] * s[1].z, e[2] * s[2].z, e[3] * s[3].z);
+            p_codes[3][2 * kb + hi] =
+                codes::pack_e4m3x4(e[0] * s[0].w, e[1] * s[1].w, e[2] * s[2].w, e[3] * s[3].w);
+          }
+        };
+        if ((page + 1) * kBlockN > min_limit)  // the page reaches some row's limit (or the request's end)
+          body(cute::true_type{});
+        else
+          body(cute::false_type{});
+      };
+      // P^T of page g, one tile a group, and the row's factor into buffer g % 2, once warpgroup
+      // 0's O^T of page g - 2 is done with it.
+      const auto publish = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
+        const int b = g & 1;
+        if (g >= 2) SignalBarrier::wait(&smem.vt_ready[b], ((g >> 1) - 1) & 1);
+        const std::uint32_t base = cute::cast_smem_ptr_to_uint(smem.p[b]);
+        CUTE_UNROLL
+        for (int gr = 0; gr < kGroups; ++gr) CUTE_UNROLL
+        for (int kb = 0; kb < 2; ++kb) CUTE_UNROLL
+        for (int hi = 0; hi < 2; ++hi) {
+          const std::uint32_t addr =
+              base + gr * T::kPTBytes + codes::sw64_offset(row, 32 * kb + 16 * hi + 2 * col0);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(p_codes[gr][2 * kb + hi]) : "memory");
+        }
+        if (col0 == 0) smem.scale[b][row] = scale;
+        cutlass::arch::fence_view_async_shared();  // generic stores, then warpgroup 0's wgmma reads
+        SignalBarrier::arrive(&smem.p_ready[b]);
+      };
+
+      qk_issue(g % T::kStages, (g / T::kStages) & 1);  // the piece's first page: needs its Q
+      warpgroup_wait<0>();
+      softmax_and_pack(first, g);
+      for (int page = first; page + 1 < end; ++page, ++g) {
+        qk_issue((g + 1) % T::kStages, ((g + 1) / T::kStages) & 1);  // S of page g + 1 under P^T of page g
+        publish();
+        warpgroup_wait<0>();
+        softmax_and_pack(page + 1, g + 1);
+      }
+      publish();
+      ++g;
+      row_sum *= 1.f / T::kPScale;  // exact: a power of two
+      float run_max2[2] = {run_max, -INFINITY}, row_sum2[2] = {row_sum, 0.f};
+      // sigma beside the rows' state (publish_piece_state's arrival releases it; its slot is free
+      // once warpgroup 0 has read the state of the piece two before).
+      if (piece >= 2) SignalBarrier::wait(&smem.final_read[piece & 1], ((piece - 2) >> 1) & 1);
+      if (wg_thread == 0) smem.final_sigma[piece & 1] = sigma;
+      paged_sm90::publish_piece_state(smem, piece, r0, col0, run_max2, row_sum2);
+      ++piece;
+    });
+  }
+
+  // --- the sigma warp (warp 9, in the producer warpgroup) ----------------------------------------
+  // For each staged page, as it lands: the largest group scale of its valid tokens (lane l reads
+  // tokens l and l + 32), the piece's running sigma and the record the S owner reads, then the
+  // slot's release from its side. It walks the pieces as the producer does.
+  CUTE_DEVICE static void sigma_pages(const Params& p, SharedStorage& smem, const PartInfo& part) {
+    const int lane = threadIdx.x % 32;
+    const std::uint32_t stage0 = cute::cast_smem_ptr_to_uint(smem.stage[0]);
+    int j = 0;
+    // Without the producer's request hint: the page it waits for lands long after these reads.
+    paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
+      const int seqlen = p.seqlens[req];
+      float sigma = 0.f;
+      for (int blk = first; blk < end; ++blk, ++j) {
+        const int slot = j % T::kStages;
+        FullBarrier::wait(&smem.stage_full[slot], (j / T::kStages) & 1);
+        const int valid = seqlen - blk * kBlockN;
+        const std::uint32_t scales = stage0 + slot * T::kStageBytes + T::kScaleOffset;
+        float m = 0.f;
+        CUTE_UNROLL
+        for (int k = 0; k < 2; ++k) {
+          const int t = lane + 32 * k;
+          const uint4 w = codes::ld_shared_128(scales + t * T::kScaleRowBytes);
+          if (t < valid)
+            m = fmaxf(m, fmaxf(fmaxf(__uint_as_float(w.x), __uint_as_float(w.y)),
+                               fmaxf(__uint_as_float(w.z), __uint_as_float(w.w))));
+        }
+        CUTE_UNROLL
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        const float sigma_new = fmaxf(sigma, m);
+        const float factor = sigma_new > sigma ? sigma / sigma_new : 1.f;  // 0 at the piece's first page
+        sigma = sigma_new;
+        // The warp's reads, then the slot's release to the next TMA copy; the record before
+        // sigma_ready, once the owner's lanes that read the slot's previous record released the slot.
+        cutlass::arch::fence_view_async_shared();
+        __syncwarp();
+        if (lane == 0) {
+          if (j >= T::kStages) SignalBarrier::wait(&smem.slot_free[slot], (j / T::kStages - 1) & 1);
+          smem.page_sigma[slot] = make_float4(factor, sigma > 0.f ? 1.f / sigma : 0.f, sigma, 0.f);
+          SignalBarrier::arrive(&smem.sigma_ready[slot]);
+          SignalBarrier::arrive(&smem.slot_free[slot]);
+        }
+      }
+    });
+  }
+
+  // Q's live rows of request `req` into L2 (9 lines of 128 bytes a row, 8 threads a row), as v13.
+  CUTE_DEVICE static void prefetch_q(const Params& p, int req, int thread) {
+    const int rows = min(p.rows_per_head, kRows);
+    for (int local = thread / 8; local < rows; local += 16) {
+      const char* row = reinterpret_cast<const char*>(paged_sm90::q_row<Element>(p, req, kv_head(), local));
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * (thread % 8)));
+      if (thread % 8 == 0) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * 8));
+    }
+  }
+
+  // Q of a piece: its 512 latent columns as e4m3 codes with one scale per row (latent amax / 448),
+  // its 64 RoPE columns divided by that scale (bf16, the RoPE tile's 128-byte swizzle), both
+  // passes' loads in flight at once as in v13. Padded rows: codes, RoPE values and scale 0.
+  CUTE_DEVICE static void load_q(const Params& p, SharedStorage& smem, int req, int thread) {
+    constexpr int kLatentUnits = T::kHeadDimV / 64;  // 16-byte units of q's latent columns per thread and row
+    constexpr int kLivePasses = kRows / 16;
+    const int j = thread % 8;
+    const std::uint32_t q_base = cute::cast_smem_ptr_to_uint(smem.q);
+    const auto rope_offset = [&](int r) CUTLASS_LAMBDA_FUNC_INLINE {
+      return static_cast<std::uint32_t>(T::kRopeOffset + r * 128 + ((j ^ (r % 8)) << 4));
+    };
+    uint4 v[kLivePasses][kLatentUnits + 1];  // unit kLatentUnits: RoPE columns 8 j .. 8 j + 7
+    CUTE_UNROLL
+    for (int pass = 0; pass < kLivePasses; ++pass) {
+      const int local = thread / 8 + 16 * pass;
+      const bool live = local < p.rows_per_head;
+      const Element* src = paged_sm90::q_row<Element>(p, req, kv_head(), live ? local : 0);
+      CUTE_UNROLL
+      for (int m = 0; m <= kLatentUnits; ++m)
+        v[pass][m] = live ? *reinterpret_cast<const uint4*>(src + 8 * (j + 8 * m)) : make_uint4(0, 0, 0, 0);
+    }
+    CUTE_UNROLL
+    for (int pass = 0; pass < kBlockM / 16; ++pass) {
+      const int local = thread / 8 + 16 * pass;
+      const int row = paged_sm90_fp8::accumulator_row<kBlockM, true>(local);
+      if (pass >= kLivePasses) {  // padding
+        CUTE_UNROLL
+        for (int m = 0; m < kLatentUnits; ++m)
+          codes::st_shared_64(q_base + Base::code_offset(row, 8 * (j + 8 * m)), 0u, 0u);
+        codes::st_shared_128(q_base + rope_offset(row), make_uint4(0, 0, 0, 0));
+        if (j == 0) smem.q_scale[row] = 0.f;
+        continue;
+      }
+      float amax = 0.f;
+      CUTE_UNROLL
+      for (int m = 0; m < kLatentUnits; ++m) {
+        const std::uint32_t w[4] = {v[pass][m].x, v[pass][m].y, v[pass][m].z, v[pass][m].w};
+        CUTE_UNROLL
+        for (int i = 0; i < 4; ++i)
+          amax = fmaxf(amax,
+                       fmaxf(fabsf(__uint_as_float(w[i] << 16)), fabsf(__uint_as_float(w[i] & 0xFFFF0000u))));
+      }
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
+      const float inv = amax > 0.f ? 448.f / amax : 0.f;
+      CUTE_UNROLL
+      for (int m = 0; m < kLatentUnits; ++m) {
+        const std::uint32_t w[4] = {v[pass][m].x, v[pass][m].y, v[pass][m].z, v[pass][m].w};
+        std::uint32_t packed_codes[2];
+        CUTE_UNROLL
+        for (int h = 0; h < 2; ++h)
+          packed_codes[h] = codes::pack_e4m3x4(
+              __uint_as_float(w[2 * h] << 16) * inv, __uint_as_float(w[2 * h] & 0xFFFF0000u) * inv,
+              __uint_as_float(w[2 * h + 1] << 16) * inv, __uint_as_float(w[2 * h + 1] & 0xFFFF0000u) * inv);
+        codes::st_shared_64(q_base + Base::code_offset(row, 8 * (j + 8 * m)), packed_codes[0],
+                            packed_codes[1]);
+      }
+      // The RoPE values divided by q_scale (1 for a zero latent row), so that S's sum needs no
+      // multiply by it: one more bf16 rounding of them, far below q's e4m3 one.
+      const float q_scale = amax > 0.f ? amax / 448.f : 1.f;
+      const float inv_q = 1.f / q_scale;
+      const std::uint32_t r[4] = {v[pass][kLatentUnits].x, v[pass][kLatentUnits].y, v[pass][kLatentUnits].z,
+                                  v[pass][kLatentUnits].w};
+      std::uint32_t rope[4];
+      CUTE_UNROLL
+      for (int i = 0; i < 4; ++i) rope[i] = codes::scale_bf16x2(r[i], inv_q);
+      codes::st_shared_128(q_base + rope_offset(row), make_uint4(rope[0], rope[1], rope[2], rope[3]));
+      if (j == 0) smem.q_scale[row] = q_scale;
+    }
+    cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
+  }
+
+  // --- warpgroup 0: O^T = V^T P^T per group, out -----------------------------------------------
+  // M tiles 2 g and 2 g + 1 hold group g's 128 dims, so each tile takes one group's P^T. Tile mt,
+  // k-step ks of this thread hold dims 128 (mt / 2) + dim0 + 2 (mt % 2) + v1 (v1: the fragment's
+  // row half; dim0 = 32 warp + 4 unit) of positions 32 ks + 16 v2 + 4 (lane % 4) + byte, i.e.
+  // tokens 32 ks + 16 v2 + 2 (lane % 4) + {0, 1, 8, 9} (token_at): for each token and group one
+  // 4-byte load of the staged chunk and one 4 x 4 byte transpose per four tokens (v13 loads a
+  // thread's 16 dims of one chunk at once, which mixes the groups within a tile).
+  CUTE_DEVICE static void multiply_pages(const Params& p, SharedStorage& smem, const PartInfo& part) {
+    using namespace cute;
+    const int wg_thread = threadIdx.x % 128;
+    const int lane = threadIdx.x % 32;
+    const int warp = wg_thread / 32;
+    const int quad = lane % 4;
+    const int unit = lane / 4;
+    const int dim0 = 32 * warp + 4 * unit;
+
+    typename T::TiledMmaOT mma;
+    auto thr = mma.get_thread_slice(wg_thread);
+    Tensor acc = partition_fragment_C(mma, Shape<Int<T::kHeadDimV>, Int<kRows>>{});  // (MMA,8,1) O^T
+    Tensor tArV =
+        make_tensor<Code>(partition_shape_A(mma, Shape<Int<T::kHeadDimV>, Int<kBlockN>>{}));  // (MMA,8,2)
+    static_assert(size(acc) == 128 && size(tArV) == 256);
+    std::uint32_t* a_regs = reinterpret_cast<std::uint32_t*>(raw_pointer_cast(tArV.data()));
+    constexpr std::uint32_t kSelA = codes::pair_selector(0, 1), kSelB = codes::pair_selector(2, 3);
+    // Byte offset of this thread's 4 bytes of token row t in group g's chunk of a staged slot
+    // (128-byte swizzle: the 16-byte unit dim0 / 16 moves with t % 8; conflict-free for a warp).
+    const std::uint32_t stage0 = cute::cast_smem_ptr_to_uint(smem.stage[0]);
+    const auto v_offset = [&](int gr, int t) CUTLASS_LAMBDA_FUNC_INLINE {
+      return static_cast<std::uint32_t>(gr * T::kLatentChunkBytes + t * 128 +
+                                        ((((dim0 >> 4) ^ (t % 8)) << 4) | (dim0 & 15)));
+    };
+
+    // Page g's V (slot g % 3) into the A registers; tokens at or past the valid count read 0
+    // (they may hold NaN codes, and 0 * NaN is NaN in the tensor core). Frees the slot.
+    const auto load_v = [&](int gg) CUTLASS_LAMBDA_FUNC_INLINE {
+      const int slot = gg % T::kStages;
+      SignalBarrier::wait(&smem.stage_full[slot], (gg / T::kStages) & 1);
+      const int valid = smem.stage_valid[slot];
+      const std::uint32_t src = stage0 + slot * T::kStageBytes;
+      CUTE_UNROLL
+      for (int ks = 0; ks < 2; ++ks) CUTE_UNROLL
+      for (int v2 = 0; v2 < 2; ++v2) CUTE_UNROLL
+      for (int gr = 0; gr < kGroups; ++gr) {
+        std::uint32_t w[4];  // tokens 32 ks + 16 v2 + 2 quad + {0, 1, 8, 9}
+        CUTE_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const int t = 32 * ks + 16 * v2 + 2 * quad + (i & 1) + 8 * (i >> 1);
+          w[i] = codes::ld_shared_32(src + v_offset(gr, t));
+          if (valid < kBlockN && t >= valid) w[i] = 0u;
+        }
+        std::uint32_t cols[4];
+        codes::transpose4x4(w[0], w[1], w[2], w[3], kSelA, kSelB, cols);
+        CUTE_UNROLL
+        for (int jj = 0; jj < 4; ++jj) {  // dim dim0 + jj of group gr: M tile 2 gr + jj / 2, row half jj % 2
+          const int mt = 2 * gr + jj / 2;
+          a_regs[(jj % 2) + 2 * v2 + 4 * mt + 32 * ks] = cols[jj];
+        }
+      }
+      // The loads, then the slot's release to the next TMA copy
+      // (docs/knowledge/anti-patterns/generic-reads-released-to-tma-without-proxy-fence.md).
+      cutlass::arch::fence_view_async_shared();
+      SignalBarrier::arrive(&smem.slot_free[slot]);
+    };
+
+    const auto hint = Base::request_hint(p);
+    int g = 0;
+    int piece = 0;
+    Base::for_each_piece(p, part, hint, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
+      clear(acc);
+      for (int page = first; page < end; ++page, ++g) {
+        load_v(g);
+        const int b = g & 1;
+        SignalBarrier::wait(&smem.p_ready[b], (g >> 1) & 1);
+        // Accumulator i of tile mt: packed row 2 quad + (i & 1) + 8 (i >> 2).
+        float sc[8];
+        CUTE_UNROLL
+        for (int c = 0; c < 8; ++c) sc[c] = smem.scale[b][2 * quad + (c & 1) + 8 * (c >> 1)];
+        bool rescale = false;
+        CUTE_UNROLL
+        for (int c = 0; c < 8; ++c) rescale |= sc[c] != 1.f;
+        if (__any_sync(0xffffffffu, rescale)) {
+          CUTE_UNROLL
+          for (int mt = 0; mt < size<1>(acc); ++mt) CUTE_UNROLL
+          for (int i = 0; i < size<0>(acc); ++i) acc(i, mt, 0) *= sc[(i & 1) + 2 * (i >> 2)];
+        }
+        warpgroup_fence_operand(acc);
+        warpgroup_fence_operand(tArV);
+        warpgroup_arrive();
+        mma.accumulate_ = GMMA::ScaleOut::One;
+        CUTE_UNROLL
+        for (int gr = 0; gr < kGroups; ++gr) {
+          Tensor tBsP = thr.partition_B(
+              make_tensor(make_smem_ptr(reinterpret_cast<Code*>(sm90::opaque(smem.p[b]) + gr * T::kPTBytes)),
+                          typename T::SmemLayoutPT{}));
+          Tensor tBrP = thr.make_fragment_B(tBsP);  // (MMA,1,2)
+          CUTE_UNROLL
+          for (int ks = 0; ks < size<2>(tArV); ++ks) CUTE_UNROLL
+          for (int h = 0; h < 2; ++h)
+            cute::gemm(mma, tArV(_, 2 * gr + h, ks), tBrP(_, 0, ks), acc(_, 2 * gr + h, 0));
+        }
+        warpgroup_commit_batch();
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(tArV);
+        warpgroup_fence_operand(acc);
+        SignalBarrier::arrive(&smem.vt_ready[b]);  // P^T buffer b and its factors are free
+      }
+      write_piece(p, smem, req, piece, quad, dim0, acc);
+      ++piece;
+    });
+  }
+
+  // A finished piece's O^T into out (or its partial rows): this thread's rows 2 quad + v0 + 8 v2,
+  // each with dims 128 g + dim0 .. + 3 of every group g; lse by warp 0's lanes 0-3. The row state
+  // and sigma are the owner's (by accumulator row, by piece parity).
+  template <class FragO>
+  CUTE_DEVICE static void write_piece(const Params& p, SharedStorage& smem, int req, int piece, int quad,
+                                      int dim0, const FragO& acc) {
+    const int slot_state = piece & 1;
+    SignalBarrier::wait(&smem.final_ready[slot_state], (piece >> 1) & 1);
+    float row_max[8], row_sum[8];
+    CUTE_UNROLL
+    for (int c = 0; c < 8; ++c) {
+      const int acc_row = paged_sm90_fp8::accumulator_row<kBlockM, true>(2 * quad + (c & 1) + 8 * (c >> 1));
+      row_max[c] = smem.final_max[slot_state][acc_row];
+      row_sum[c] = smem.final_sum[slot_state][acc_row];
+    }
+    const float out_scale = smem.final_sigma[slot_state] / T::kPScale;
+    SignalBarrier::arrive(&smem.final_read[slot_state]);
+
+    const paged_sm90::PieceRequest request{p.schedule.requests[req], p.seqlens[req]};
+    const bool split = request.split.num_splits > 1;
+    const int slot = request.split.split_offset + static_cast<int>(blockIdx.y) - request.split.first_part;
+    const bool stale = paged_sm90::stale_piece(p, request);
+    const bool writes_lse = threadIdx.x % 128 < 4;
+    CUTE_UNROLL
+    for (int c = 0; c < 8; ++c) {
+      const int packed = 2 * quad + (c & 1) + 8 * (c >> 1);
+      if (packed >= p.rows_per_head) continue;
+      const auto [inv, lse] = paged_sm90::finish_row(row_max[c], row_sum[c], stale, split, out_scale);
+      float v[16];  // dims 128 (dd / 4) + dim0 + dd % 4
+      CUTE_UNROLL
+      for (int dd = 0; dd < 16; ++dd) v[dd] = acc((c & 1) + 2 * (dd & 1) + 4 * (c >> 1), dd / 2, 0) * inv;
+      if (!split) {
+        int s = 0, head = 0;
+        paged_sm90::row_coords(p, packed, kv_head(), s, head);
+        Element* dst = static_cast<Element*>(p.out) +
+                       ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * T::kHeadDimV + dim0;
+        CUTE_UNROLL
+        for (int gr = 0; gr < kGroups; ++gr) {
+          std::uint32_t w[2];
+          CUTE_UNROLL
+          for (int k = 0; k < 2; ++k) {
+            const cute::array<Element, 2> pair{static_cast<Element>(v[4 * gr + 2 * k]),
+                                               static_cast<Element>(v[4 * gr + 2 * k + 1])};
+            w[k] = reinterpret_cast<const std::uint32_t&>(pair);
+          }
+          *reinterpret_cast<uint2*>(dst + gr * T::kLatentChunk) = make_uint2(w[0], w[1]);
+        }
+        if (writes_lse) p.lse[(static_cast<int64_t>(req) * p.h_q + head) * p.s_q + s] = lse;
+      } else {
+        const int64_t slot_row =
+            (static_cast<int64_t>(slot) * p.h_kv + kv_head()) * p.partials.rows_per_head + packed;
+        float* dst = static_cast<float*>(p.partials.out) + slot_row * T::kHeadDimV + dim0;
+        CUTE_UNROLL
+        for (int gr = 0; gr < kGroups; ++gr)
+          *reinterpret_cast<float4*>(dst + gr * T::kLatentChunk) =
+              make_float4(v[4 * gr], v[4 * gr + 1], v[4 * gr + 2], v[4 * gr + 3]);
+        if (writes_lse) p.partials.lse[slot_row] = lse;
+      }
+    }
+  }
+};
+
+template <class T>
+__global__ void __launch_bounds__(T::kThreads, 1)
+    paged_sm90_fp8_v17_kernel(const __grid_constant__ Params params,
+                              const __grid_constant__ CUtensorMap kv_map,
+                              const __grid_constant__ CUtensorMap rope_map,
+                              const __grid_constant__ CUtensorMap scale_map) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  Kernel<T>::run(params, &kv_map, &rope_map, &scale_map);
+#endif
+}
+
+}  // namespace cutelab::mla::paged_sm90_fp8_v17
