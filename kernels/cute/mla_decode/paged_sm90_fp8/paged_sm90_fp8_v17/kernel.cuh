@@ -126,7 +126,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       const int seqlen = p.seqlens[req];
       float run_max = -INFINITY;  // log2 units of the scaled logits
       float row_sum = 0.f;        // this thread's share
-      float sigma = 0.f;          // the piece's largest valid group scale so far (the sigma warp's)
+      float sigma = 1.f;          // P^T's unit: the sigma warp's sigma' of the page last read
       if (piece > 0) NamedBarrier::sync(128, T::kWarpgroupSync + 1);
       load_q(p, smem, req, wg_thread);
       NamedBarrier::sync(128, T::kWarpgroupSync + 1);
@@ -164,7 +164,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
             tSrS(i) = fmaf(s.w, tSrG[3](i),
                            fmaf(s.z, tSrG[2](i), fmaf(s.y, tSrG[1](i), fmaf(s.x, tSrG[0](i), tSrS(i)))));
           }
-          // The page's record {factor, 1 / sigma, sigma}, read by the lane that releases the slot
+          // The page's record {factor, log2 sigma', sigma'}, read by the lane that releases the slot
           // (the sigma warp rewrites it for the slot's next page once the release is complete).
           SignalBarrier::wait(&smem.sigma_ready[slot], (gg / T::kStages) & 1);
           float4 record = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -175,7 +175,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
           __syncwarp();
           if (lane == 0) SignalBarrier::arrive(&smem.slot_free[slot]);
           record.x = __shfl_sync(0xffffffffu, record.x, 0);
-          const float inv_sigma = __shfl_sync(0xffffffffu, record.y, 0);
+          const float log2_sigma = __shfl_sync(0xffffffffu, record.y, 0);
           sigma = __shfl_sync(0xffffffffu, record.z, 0);
 
           const auto logit = [&](int i) CUTLASS_LAMBDA_FUNC_INLINE {
@@ -196,8 +196,9 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
             scale = 1.f;
           }
           scale *= record.x;
-          // A row that has seen only masked keys keeps max -inf: exp2(-inf) = 0 keeps P at 0.
-          const float bias = 8.f - (run_max == -INFINITY ? 0.f : run_max);
+          // A row that has seen only masked keys keeps max -inf: exp2(-inf) = 0 keeps P at 0. The
+          // exponent also takes 1 / sigma' (P^T's unit), so e = P x 2^8 / sigma'.
+          const float bias = 8.f - (run_max == -INFINITY ? 0.f : run_max) - log2_sigma;
           CUTE_UNROLL
           for (int kb = 0; kb < 2; ++kb) CUTE_UNROLL
           for (int hi = 0; hi < 2; ++hi) {
@@ -210,9 +211,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
               e[q] = device::ex2_approx_ftz(fmaf(logit(i), logit_factor, bias));
               s[q] = sc[2 * (i >> 2) + (i & 1)];
             }
-            row_sum += (e[0] + e[1]) + (e[2] + e[3]);
-            CUTE_UNROLL
-            for (int q = 0; q < 4; ++q) e[q] *= inv_sigma;
+            row_sum = fmaf((e[0] + e[1]) + (e[2] + e[3]), sigma, row_sum);
             p_codes[0][2 * kb + hi] =
                 codes::pack_e4m3x4(e[0] * s[0].x, e[1] * s[1].x, e[2] * s[2].x, e[3] * s[3].x);
             p_codes[1][2 * kb + hi] =
@@ -280,7 +279,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     // Without the producer's request hint: the page it waits for lands long after these reads.
     paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
       const int seqlen = p.seqlens[req];
-      float sigma = 0.f;
+      float sigma = 0.f, unit = 1.f;
       for (int blk = first; blk < end; ++blk, ++j) {
         const int slot = j % T::kStages;
         FullBarrier::wait(&smem.stage_full[slot], (j / T::kStages) & 1);
@@ -297,16 +296,20 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         }
         CUTE_UNROLL
         for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        // P^T's unit sigma': sigma, at least 2^-100 (P x 2^8 / sigma' stays finite), 1 while every
+        // scale of the piece is 0 (P^T is 0 then, and so is O^T: the factor is 0 when sigma leaves 0).
         const float sigma_new = fmaxf(sigma, m);
-        const float factor = sigma_new > sigma ? sigma / sigma_new : 1.f;  // 0 at the piece's first page
+        const float unit_new = sigma_new > 0.f ? fmaxf(sigma_new, 0x1p-100f) : 1.f;
+        const float factor = sigma_new > sigma ? (sigma > 0.f ? unit / unit_new : 0.f) : 1.f;
         sigma = sigma_new;
+        unit = unit_new;
         // The warp's reads, then the slot's release to the next TMA copy; the record before
         // sigma_ready, once the owner's lanes that read the slot's previous record released the slot.
         cutlass::arch::fence_view_async_shared();
         __syncwarp();
         if (lane == 0) {
           if (j >= T::kStages) SignalBarrier::wait(&smem.slot_free[slot], (j / T::kStages - 1) & 1);
-          smem.page_sigma[slot] = make_float4(factor, sigma > 0.f ? 1.f / sigma : 0.f, sigma, 0.f);
+          smem.page_sigma[slot] = make_float4(factor, __log2f(unit), unit, 0.f);
           SignalBarrier::arrive(&smem.sigma_ready[slot]);
           SignalBarrier::arrive(&smem.slot_free[slot]);
         }
