@@ -55,13 +55,14 @@ struct Traits : paged_sm90_fp8_v13::Traits {
     alignas(1024) std::uint8_t stage[kStages][kStageBytes];  // pages as TMA writes them
     alignas(1024) std::uint8_t p[2][kGroups * kPTBytes];     // P^T of page j, one tile a group (j % 2)
     float scale[2][kBlockM];   // O^T's factor before page j's P^T, per packed row (j % 2)
-    float q_scale[kBlockM];    // a row's latent code scale (amax / 448; 0 for a zero or padded row)
+    float q_scale[kBlockM];    // a row's latent code scale (amax / 448; 1 for a zero row, 0 for a padded one)
     int stage_valid[kStages];  // valid tokens of the staged page (the producer writes it before the copies)
     float final_max[2][kBlockM];  // a piece's running max (log2 units) and row sum, by piece parity
     float final_sum[2][kBlockM];
     float final_sigma[2];  // the piece's reference scale at its end (P^T's unit), by piece parity
-    // The sigma warp's record of the staged page: {O^T's factor sigma_old / sigma_new, 1 / sigma,
-    // sigma, unused}, sigma the piece's largest valid group scale up to this page.
+    // The sigma warp's record of the staged page: {O^T's factor sigma'_old / sigma'_new, log2 sigma',
+    // sigma', unused}, sigma' P^T's unit: the piece's largest valid group scale up to this page (at
+    // least 2^-100; 1 while they are all 0).
     float4 page_sigma[kStages];
     alignas(8) std::uint64_t stage_full[kStages];  // TMA bytes of a staged page landed
     alignas(8) std::uint64_t slot_free[kStages];   // S and warpgroup 0's V loads are done with a staged page
