@@ -43,13 +43,14 @@ class MlaDecodePlanBase : public TypedPlan<MlaDecodeProblem, ConfigT, MlaDecodeW
   [[nodiscard]] std::unique_ptr<MlaDecodeWorkspace> make_inputs(const MlaDecodeProblem& p,
                                                                 std::uint64_t seed) const override {
     MlaDecodeCase c = problem_case(p);
-    c.arithmetic = arithmetic_for(p);
+    c.arithmetic = arithmetic(p);
     return std::make_unique<MlaDecodeWorkspace>(std::move(c), seed);
   }
-  // What the design rounds before its tensor cores (its outputs' tolerances follow).
-  [[nodiscard]] virtual MlaArithmetic arithmetic() const { return MlaArithmetic::q_precision; }
-  // The same for one problem: a design whose kernel depends on the problem's shape may round less on some.
-  [[nodiscard]] virtual MlaArithmetic arithmetic_for(const MlaDecodeProblem&) const { return arithmetic(); }
+  // What the design rounds before its tensor cores on problem p (its outputs' tolerances follow; a
+  // design whose kernel depends on the problem's shape may round less on some).
+  [[nodiscard]] virtual MlaArithmetic arithmetic(const MlaDecodeProblem&) const {
+    return MlaArithmetic::q_precision;
+  }
   [[nodiscard]] std::vector<std::vector<float>> make_reference(const MlaDecodeProblem&,
                                                                MlaDecodeWorkspace& ws) const override {
     return reference_outputs(ws);

@@ -29,8 +29,10 @@ constexpr CUtensorMapL2promotion kKvPromotion = CU_TENSOR_MAP_L2_PROMOTION_L2_12
 // as their own (64, h_kv, 64, pages) map; `swizzled` (the K-major operands of FP8 wgmma): `kv`
 // boxes of 128 bytes x 64 tokens with the 128-byte swizzle for the latent bytes, `rope` boxes of
 // 64 bytes x 64 tokens with the 64-byte swizzle for fp8_tensor's RoPE bytes, or fp8_token's bf16
-// RoPE values as above with the 128-byte swizzle. `q_map`: also q's map (KvMaps::q).
-KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call, bool swizzled, bool q_map) {
+// RoPE values as above with the 128-byte swizzle. `q_map`: also q's map (KvMaps::q); `scale_map`:
+// also fp8_token's scale map (KvMaps::scales).
+KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call, bool swizzled, bool q_map,
+                    bool scale_map) {
   const std::uint64_t heads = call.h_kv, tokens = kPageSize,
                       pages = static_cast<std::uint64_t>(call.num_blocks);
   const std::array<std::uint32_t, 4> box{64u, 1u, static_cast<std::uint32_t>(tokens), 1u};
@@ -68,10 +70,12 @@ KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call, bool s
           static_cast<const std::uint8_t*>(args.kv_cache.data) + kFp8RopeOffset,
           {kHeadDimQK - kHeadDimV, heads, tokens, pages}, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
           kKvPromotion);
-      const std::array<std::uint32_t, 4> scale_box{16u, 1u, static_cast<std::uint32_t>(tokens), 1u};
-      maps.scales = sm90::make_tiled_tensor_map<4>(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.kv_cache.data,
-                                                   {entry, heads, tokens, pages}, strides, scale_box,
-                                                   CU_TENSOR_MAP_SWIZZLE_NONE, kKvPromotion);
+      if (scale_map) {
+        const std::array<std::uint32_t, 4> scale_box{16u, 1u, static_cast<std::uint32_t>(tokens), 1u};
+        maps.scales = sm90::make_tiled_tensor_map<4>(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.kv_cache.data,
+                                                     {entry, heads, tokens, pages}, strides, scale_box,
+                                                     CU_TENSOR_MAP_SWIZZLE_NONE, kKvPromotion);
+      }
     } else  // fp8_tensor's RoPE codes: one box of 64 bytes
       maps.rope = sm90::make_tiled_tensor_map<4>(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.kv_cache.data,
                                                  {entry, heads, tokens, pages}, strides, box,
@@ -293,7 +297,8 @@ PreparedCall Runner::prepare(const StepPlan& plan, const MlaDecodeArgs& args, bo
   p.partials.lse = static_cast<float*>(plan.partial_lse_.data());
   p.partials.rows_per_head = m_tiles_ * kBlockM;
   p.partials.format = main_.partials;
-  return PreparedCall{p, make_kv_maps(args, call, main_.fp8_swizzled, main_.q_map), call, args.out.data};
+  return PreparedCall{p, make_kv_maps(args, call, main_.fp8_swizzled, main_.q_map, main_.scale_map), call,
+                      args.out.data};
 }
 
 void Runner::launch(const PreparedCall& call, cudaStream_t stream) const {

@@ -54,7 +54,8 @@ template <class Traits, auto kKernel, bool kQMap = false>
           fp8_format,
           fp8_swizzled,
           partials,
-          kQMap};
+          kQMap,
+          map_count(kKernel) == 3};
 }
 
 }  // namespace cutelab::mla::paged_sm90

@@ -23,8 +23,8 @@ inline constexpr int kBlockM = 64;  // packed query rows per CTA (every version)
 // `rope` boxes of the 64 RoPE bytes x 64 tokens, 64-byte swizzle (fp8_token: its 64 bf16 RoPE
 // values x 64 tokens, 128-byte swizzle). `q` (MainKernel::q_map): q as (576 columns, heads of a KV
 // head, KV heads, query tokens), boxes of 64 columns x paged_sm90::q_box, 128-byte swizzle.
-// `scales` (swizzled fp8_token only): the 16 bytes of group scales at byte 512 of each entry, boxes
-// of 16 bytes x 64 tokens unswizzled, for a kernel that takes a third map. Unused maps stay zero.
+// `scales` (MainKernel::scale_map, swizzled fp8_token): the 16 bytes of group scales at byte 512 of
+// each entry, boxes of 16 bytes x 64 tokens unswizzled. Unused maps stay zero.
 struct KvMaps {
   CUtensorMap kv{};
   CUtensorMap rope{};
@@ -46,6 +46,7 @@ struct MainKernel {
   bool fp8_swizzled = false;                     // swizzled FP8 boxes (its tensor cores read them; KvMaps)
   PartialFormat partials = PartialFormat::fp32;  // what its split pieces write
   bool q_map = false;                            // loads Q tiles by TMA: takes KvMaps::q as its second map
+  bool scale_map = false;                        // takes KvMaps::scales as its third map (made only then)
 };
 
 }  // namespace cutelab::mla::paged_sm90

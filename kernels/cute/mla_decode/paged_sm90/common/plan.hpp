@@ -10,7 +10,7 @@
 //     static constexpr int kThreads, kStages;
 //     static constexpr int kMinBlocksPerPart[N];  // the schedule's shortest-part values to tune over
 //     static constexpr MlaArithmetic kArithmetic;  // optional: what it rounds to e4m3 (default none)
-//     static MlaArithmetic arithmetic_for_rows(int rows);  // optional: the same by query rows a KV head
+//     static MlaArithmetic arithmetic_for_rows(int rows);  // optional, instead: by query rows a KV head
 //   };
 
 #include <memory>
@@ -102,14 +102,13 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
   [[nodiscard]] ArchRequirement arch() const override { return {9, 0, true}; }
   [[nodiscard]] std::string summary() const override { return Version::summary(); }
 
-  [[nodiscard]] MlaArithmetic arithmetic() const override {
-    if constexpr (requires { Version::kArithmetic; }) return Version::kArithmetic;
-    return MlaArithmetic::q_precision;
-  }
-  [[nodiscard]] MlaArithmetic arithmetic_for(const MlaDecodeProblem& p) const override {
+  [[nodiscard]] MlaArithmetic arithmetic(const MlaDecodeProblem& p) const override {
     if constexpr (requires { Version::arithmetic_for_rows(0); })
       return Version::arithmetic_for_rows(rows_per_kv_head(p.s_q, p.h_q, p.h_kv));
-    return arithmetic();
+    else if constexpr (requires { Version::kArithmetic; })
+      return Version::kArithmetic;
+    else
+      return MlaArithmetic::q_precision;
   }
   [[nodiscard]] bool reads_cache_in_q_dtype() const override {
     return main_kernel_for<Version>(DType::bf16, KvFormat::bf16, PartialFormat::fp32).function != nullptr;

@@ -330,6 +330,189 @@ struct TensorCoreKernel {
     cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
   }
 
+  // --- the O^T designs (v13, v17: at most T::kRows live rows, spread; O^T = V^T P^T in warpgroup 0) ---
+
+  // Q's live rows of request `req` into L2 (9 lines of 128 bytes a row, 8 threads a row): issued as
+  // the S owner starts, for the request the part most likely starts with (RequestHint), while the
+  // part's entry is still on its way.
+  CUTE_DEVICE static void prefetch_live_q(const Params& p, int req, int thread) {
+    const int rows = min(p.rows_per_head, T::kRows);
+    for (int local = thread / 8; local < rows; local += 16) {
+      const char* row =
+          reinterpret_cast<const char*>(paged_sm90::q_row<Element>(p, req, Derived::kv_head(), local));
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * (thread % 8)));
+      if (thread % 8 == 0) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * 8));
+    }
+  }
+
+  // Q of a piece as e4m3 codes with one scale per row (amax / 448), as load_q_codes writes them,
+  // but with both live passes' loads in flight at once (at most kRows = 32 live rows: rows
+  // thread / 8 and 16 + thread / 8); load_q_codes waits for each pass's loads in turn, a second
+  // memory round trip at h32. Padded rows: codes and scale 0. Its own loop: load_q_codes rewritten
+  // around a shared row step changed v10 / v12's SASS, and given a four-pass form made v13 2.5%
+  // slower at b32 (bench/results/2026-11-24-h200-twenty-fourth-session/, call i).
+  // kBf16Rope (v17): only the 512 latent columns become codes (their amax sets the scale); the 64
+  // RoPE columns are stored in bf16 at T::kRopeOffset (128-byte swizzle, T::SmemLayoutRope),
+  // divided by the row's scale (1 for a zero row), so that S / q_scale needs no multiply by it.
+  template <bool kBf16Rope>
+  CUTE_DEVICE static void load_live_q(const Params& p, SharedStorage& smem, int req, int thread) {
+    constexpr int kUnits = T::kHeadDimQK / 64;  // 16-byte units of q per thread and row
+    constexpr int kCodeUnits = kBf16Rope ? T::kHeadDimV / 64 : kUnits;
+    constexpr int kLivePasses = T::kRows / 16;
+    const int j = thread % 8;
+    const std::uint32_t q_base = cute::cast_smem_ptr_to_uint(smem.q);
+    const auto rope_offset = [&](int r) CUTLASS_LAMBDA_FUNC_INLINE {
+      return static_cast<std::uint32_t>(T::kRopeOffset + r * 128 + ((j ^ (r % 8)) << 4));
+    };
+    uint4 v[kLivePasses][kUnits];
+    CUTE_UNROLL
+    for (int pass = 0; pass < kLivePasses; ++pass) {
+      const int local = thread / 8 + 16 * pass;
+      const bool live = local < p.rows_per_head;
+      const Element* src = paged_sm90::q_row<Element>(p, req, Derived::kv_head(), live ? local : 0);
+      CUTE_UNROLL
+      for (int m = 0; m < kUnits; ++m)
+        v[pass][m] = live ? *reinterpret_cast<const uint4*>(src + 8 * (j + 8 * m)) : make_uint4(0, 0, 0, 0);
+    }
+    CUTE_UNROLL
+    for (int pass = 0; pass < kBlockM / 16; ++pass) {
+      const int local = thread / 8 + 16 * pass;
+      const int row = paged_sm90_fp8::accumulator_row<kBlockM, true>(local);
+      if (pass >= kLivePasses) {  // padding: codes 0, scale 0
+        CUTE_UNROLL
+        for (int m = 0; m < kCodeUnits; ++m) st_shared_64(q_base + code_offset(row, 8 * (j + 8 * m)), 0u, 0u);
+        if constexpr (kBf16Rope) st_shared_128(q_base + rope_offset(row), make_uint4(0, 0, 0, 0));
+        if (j == 0) smem.q_scale[row] = 0.f;
+        continue;
+      }
+      float amax = 0.f;
+      CUTE_UNROLL
+      for (int m = 0; m < kCodeUnits; ++m) {
+        const std::uint32_t w[4] = {v[pass][m].x, v[pass][m].y, v[pass][m].z, v[pass][m].w};
+        CUTE_UNROLL
+        for (int i = 0; i < 4; ++i)
+          amax = fmaxf(amax,
+                       fmaxf(fabsf(__uint_as_float(w[i] << 16)), fabsf(__uint_as_float(w[i] & 0xFFFF0000u))));
+      }
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
+      const float inv = amax > 0.f ? 448.f / amax : 0.f;
+      CUTE_UNROLL
+      for (int m = 0; m < kCodeUnits; ++m) {
+        const std::uint32_t w[4] = {v[pass][m].x, v[pass][m].y, v[pass][m].z, v[pass][m].w};
+        std::uint32_t packed_codes[2];
+        CUTE_UNROLL
+        for (int h = 0; h < 2; ++h)
+          packed_codes[h] = pack_e4m3x4(
+              __uint_as_float(w[2 * h] << 16) * inv, __uint_as_float(w[2 * h] & 0xFFFF0000u) * inv,
+              __uint_as_float(w[2 * h + 1] << 16) * inv, __uint_as_float(w[2 * h + 1] & 0xFFFF0000u) * inv);
+        st_shared_64(q_base + code_offset(row, 8 * (j + 8 * m)), packed_codes[0], packed_codes[1]);
+      }
+      if constexpr (kBf16Rope) {
+        // One more bf16 rounding of the RoPE values, far below q's e4m3 one.
+        const float q_scale = amax > 0.f ? amax / 448.f : 1.f;
+        const float inv_q = 1.f / q_scale;
+        const uint4 r = v[pass][kCodeUnits];
+        st_shared_128(q_base + rope_offset(row),
+                      make_uint4(scale_bf16x2(r.x, inv_q), scale_bf16x2(r.y, inv_q), scale_bf16x2(r.z, inv_q),
+                                 scale_bf16x2(r.w, inv_q)));
+        if (j == 0) smem.q_scale[row] = q_scale;
+      } else {
+        if (j == 0) smem.q_scale[row] = amax / 448.f;
+      }
+    }
+    cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
+  }
+
+  // Page buffer b's row factors (published beside P^T, by packed row) on O^T's columns: accumulator
+  // i of every M tile holds packed row 2 quad + (i & 1) + 8 (i >> 2). Skipped where a warp's are all 1.
+  template <class FragO>
+  CUTE_DEVICE static void rescale_ot_columns(FragO& acc, const SharedStorage& smem, int b, int quad) {
+    using namespace cute;
+    float sc[8];
+    CUTE_UNROLL
+    for (int c = 0; c < 8; ++c) sc[c] = smem.scale[b][2 * quad + (c & 1) + 8 * (c >> 1)];
+    bool rescale = false;
+    CUTE_UNROLL
+    for (int c = 0; c < 8; ++c) rescale |= sc[c] != 1.f;
+    if (__any_sync(0xffffffffu, rescale)) {
+      CUTE_UNROLL
+      for (int mt = 0; mt < size<1>(acc); ++mt) CUTE_UNROLL
+      for (int i = 0; i < size<0>(acc); ++i) acc(i, mt, 0) *= sc[(i & 1) + 2 * (i >> 2)];
+    }
+  }
+
+  // A finished piece's O^T rows of this thread into out (or its partial rows): packed rows
+  // 2 quad + (c & 1) + 8 (c >> 1), c < 8. Waits for the owner's row state (publish_piece_state, by
+  // accumulator row), reads it and `out_scale_of(state slot)` (the output factor: a constant, or what
+  // the owner published beside the state), releases the slot; then each live row's 16 values
+  // (`row_values(c, inv, v)`, inv its factor) go out as kRuns runs of 16 / kRuns dims, run r at dims
+  // dim0 + r x T::kLatentChunk; lse by warp 0's lanes 0-3.
+  template <int kRuns, class OutScale, class RowValues>
+  CUTE_DEVICE static void write_ot_rows(const Params& p, SharedStorage& smem, int req, int piece, int quad,
+                                        int dim0, OutScale&& out_scale_of, RowValues&& row_values) {
+    constexpr int kRun = 16 / kRuns;
+    static_assert(kRun == 16 || kRun == 4);
+    const int slot_state = piece & 1;
+    SignalBarrier::wait(&smem.final_ready[slot_state], (piece >> 1) & 1);
+    float row_max[8], row_sum[8];
+    CUTE_UNROLL
+    for (int c = 0; c < 8; ++c) {
+      const int acc_row = paged_sm90_fp8::accumulator_row<kBlockM, true>(2 * quad + (c & 1) + 8 * (c >> 1));
+      row_max[c] = smem.final_max[slot_state][acc_row];
+      row_sum[c] = smem.final_sum[slot_state][acc_row];
+    }
+    const float out_scale = out_scale_of(slot_state);
+    SignalBarrier::arrive(&smem.final_read[slot_state]);
+
+    const paged_sm90::PieceRequest request{p.schedule.requests[req], p.seqlens[req]};
+    const bool split = request.split.num_splits > 1;
+    const int slot = request.split.split_offset + static_cast<int>(blockIdx.y) - request.split.first_part;
+    const bool stale = paged_sm90::stale_piece(p, request);
+    const bool writes_lse = threadIdx.x % 128 < 4;
+    CUTE_UNROLL
+    for (int c = 0; c < 8; ++c) {
+      const int packed = 2 * quad + (c & 1) + 8 * (c >> 1);
+      if (packed >= p.rows_per_head) continue;
+      const auto [inv, lse] = paged_sm90::finish_row(row_max[c], row_sum[c], stale, split, out_scale);
+      float v[16];
+      row_values(c, inv, v);
+      if (!split) {
+        int s = 0, head = 0;
+        paged_sm90::row_coords(p, packed, Derived::kv_head(), s, head);
+        Element* dst = static_cast<Element*>(p.out) +
+                       ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * T::kHeadDimV + dim0;
+        std::uint32_t w[8];
+        CUTE_UNROLL
+        for (int k = 0; k < 8; ++k) {
+          const cute::array<Element, 2> pair{static_cast<Element>(v[2 * k]),
+                                             static_cast<Element>(v[2 * k + 1])};
+          w[k] = reinterpret_cast<const std::uint32_t&>(pair);
+        }
+        if constexpr (kRun == 16) {
+          reinterpret_cast<uint4*>(dst)[0] = make_uint4(w[0], w[1], w[2], w[3]);
+          reinterpret_cast<uint4*>(dst)[1] = make_uint4(w[4], w[5], w[6], w[7]);
+        } else {
+          CUTE_UNROLL
+          for (int r = 0; r < kRuns; ++r)
+            *reinterpret_cast<uint2*>(dst + r * T::kLatentChunk) = make_uint2(w[2 * r], w[2 * r + 1]);
+        }
+        if (writes_lse) p.lse[(static_cast<int64_t>(req) * p.h_q + head) * p.s_q + s] = lse;
+      } else {
+        const int64_t slot_row =
+            (static_cast<int64_t>(slot) * p.h_kv + Derived::kv_head()) * p.partials.rows_per_head + packed;
+        float* dst = static_cast<float*>(p.partials.out) + slot_row * T::kHeadDimV + dim0;
+        CUTE_UNROLL
+        for (int k = 0; k < 4; ++k) {  // four dims at dim0 + 4 k (one run) or at run k's start
+          float* four = kRun == 16 ? dst + 4 * k : dst + k * T::kLatentChunk;
+          *reinterpret_cast<float4*>(four) = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+        }
+        if (writes_lse) p.partials.lse[slot_row] = lse;
+      }
+    }
+  }
+
   // Q's last kQRegisterSteps latent k-steps from the codes in shared memory into the S owner's RS
   // operand registers (once a piece, after its codes are written and synced).
   template <class ThrMmaRegs, class FragQ>

@@ -72,7 +72,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     static_assert(size(tSrS) == 32);
 
     const auto hint = Base::request_hint(p);
-    if (hint.req >= 0) prefetch_q(p, hint.req, wg_thread);
+    if (hint.req >= 0) Base::prefetch_live_q(p, hint.req, wg_thread);
     int g = 0;      // pages consumed so far by this CTA
     int piece = 0;  // pieces finished, for the parity of final_max / final_sum
     const auto qk_issue = [&](int slot, int phase) CUTLASS_LAMBDA_FUNC_INLINE {
@@ -87,7 +87,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       float run_max = -INFINITY;  // log2 units of the scaled logits
       float row_sum = 0.f;        // this thread's share
       if (piece > 0) NamedBarrier::sync(128, T::kWarpgroupSync + 1);
-      load_q_codes(p, smem, req, wg_thread);
+      Base::template load_live_q<false>(p, smem, req, wg_thread);
       NamedBarrier::sync(128, T::kWarpgroupSync + 1);
       if constexpr (Base::kQRegisterSteps > 0) Base::read_q_registers(thr_qk_regs, tSrQReg, smem);
       const float logit_factor = fmaxf(smem.q_scale[r0] * kv_scale * p.scale_log2, FLT_MIN);
@@ -174,80 +174,6 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     });
   }
 
-  // Q's live rows of request `req` into L2 (9 lines of 128 bytes a row, 8 threads a row): issued as
-  // the S owner starts, for the request the part most likely starts with (RequestHint), while the
-  // part's entry is still on its way.
-  CUTE_DEVICE static void prefetch_q(const Params& p, int req, int thread) {
-    const int rows = min(p.rows_per_head, kRows);
-    for (int local = thread / 8; local < rows; local += 16) {
-      const char* row = reinterpret_cast<const char*>(paged_sm90::q_row<Element>(p, req, kv_head(), local));
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * (thread % 8)));
-      if (thread % 8 == 0) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * 8));
-    }
-  }
-
-  // Q of a piece as e4m3 codes with one scale per row (amax / 448), as Base::load_q_codes writes
-  // them, but with both live passes' loads in flight at once (at most kRows = 32 live rows: rows
-  // thread / 8 and 16 + thread / 8); Base's loader waits for each pass's loads in turn, a second
-  // memory round trip at h32. The padded rows' codes and scales are 0. Its own copy: Base's loop
-  // rewritten around a shared row step changed v10 / v12's SASS, and Base given a four-pass form
-  // made v13 2.5% slower at b32 (bench/results/2026-11-24-h200-twenty-fourth-session/, call i).
-  CUTE_DEVICE static void load_q_codes(const Params& p, SharedStorage& smem, int req, int thread) {
-    constexpr int kUnits = T::kHeadDimQK / 64;  // 16-byte units of q per thread and row
-    constexpr int kLivePasses = kRows / 16;
-    const int j = thread % 8;
-    const std::uint32_t q_base = cute::cast_smem_ptr_to_uint(smem.q);
-    uint4 v[kLivePasses][kUnits];
-    CUTE_UNROLL
-    for (int pass = 0; pass < kLivePasses; ++pass) {
-      const int local = thread / 8 + 16 * pass;
-      const bool live = local < p.rows_per_head;
-      const Element* src = paged_sm90::q_row<Element>(p, req, kv_head(), live ? local : 0);
-      CUTE_UNROLL
-      for (int m = 0; m < kUnits; ++m)
-        v[pass][m] = live ? *reinterpret_cast<const uint4*>(src + 8 * (j + 8 * m)) : make_uint4(0, 0, 0, 0);
-    }
-    CUTE_UNROLL
-    for (int pass = 0; pass < kBlockM / 16; ++pass) {
-      const int local = thread / 8 + 16 * pass;
-      const int row = paged_sm90_fp8::accumulator_row<kBlockM, true>(local);
-      if (pass >= kLivePasses) {  // padding: codes 0, scale 0
-        CUTE_UNROLL
-        for (int m = 0; m < kUnits; ++m)
-          codes::st_shared_64(q_base + Base::code_offset(row, 8 * (j + 8 * m)), 0u, 0u);
-        if (j == 0) smem.q_scale[row] = 0.f;
-        continue;
-      }
-      float amax = 0.f;
-      CUTE_UNROLL
-      for (int m = 0; m < kUnits; ++m) {
-        const std::uint32_t w[4] = {v[pass][m].x, v[pass][m].y, v[pass][m].z, v[pass][m].w};
-        CUTE_UNROLL
-        for (int i = 0; i < 4; ++i)
-          amax = fmaxf(amax,
-                       fmaxf(fabsf(__uint_as_float(w[i] << 16)), fabsf(__uint_as_float(w[i] & 0xFFFF0000u))));
-      }
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
-      const float inv = amax > 0.f ? 448.f / amax : 0.f;
-      CUTE_UNROLL
-      for (int m = 0; m < kUnits; ++m) {
-        const std::uint32_t w[4] = {v[pass][m].x, v[pass][m].y, v[pass][m].z, v[pass][m].w};
-        std::uint32_t packed_codes[2];
-        CUTE_UNROLL
-        for (int h = 0; h < 2; ++h)
-          packed_codes[h] = codes::pack_e4m3x4(
-              __uint_as_float(w[2 * h] << 16) * inv, __uint_as_float(w[2 * h] & 0xFFFF0000u) * inv,
-              __uint_as_float(w[2 * h + 1] << 16) * inv, __uint_as_float(w[2 * h + 1] & 0xFFFF0000u) * inv);
-        codes::st_shared_64(q_base + Base::code_offset(row, 8 * (j + 8 * m)), packed_codes[0],
-                            packed_codes[1]);
-      }
-      if (j == 0) smem.q_scale[row] = amax / 448.f;
-    }
-    cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
-  }
-
   // --- warpgroup 0: O^T = V^T P^T, out ------------------------------------------------------
   // Its A operand: M tile mt, k-step ks of this thread hold dims d0 + 2 mt + v1 (v1: the
   // fragment's row half) of positions 32 ks + 16 v2 + 4 (lane % 4) + byte, i.e. tokens
@@ -324,17 +250,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         const int b = g & 1;
         SignalBarrier::wait(&smem.p_ready[b], (g >> 1) & 1);
         // Accumulator i of tile mt: dim d0 + 2 mt + ((i >> 1) & 1), packed row 2 quad + (i & 1) + 8 (i >> 2).
-        float sc[8];
-        CUTE_UNROLL
-        for (int c = 0; c < 8; ++c) sc[c] = smem.scale[b][2 * quad + (c & 1) + 8 * (c >> 1)];
-        bool rescale = false;
-        CUTE_UNROLL
-        for (int c = 0; c < 8; ++c) rescale |= sc[c] != 1.f;
-        if (__any_sync(0xffffffffu, rescale)) {
-          CUTE_UNROLL
-          for (int mt = 0; mt < size<1>(acc); ++mt) CUTE_UNROLL
-          for (int i = 0; i < size<0>(acc); ++i) acc(i, mt, 0) *= sc[(i & 1) + 2 * (i >> 2)];
-        }
+        Base::rescale_ot_columns(acc, smem, b, quad);
         Tensor tBsP = thr.partition_B(make_tensor(
             make_smem_ptr(reinterpret_cast<Code*>(sm90::opaque(smem.p[b]))), typename T::SmemLayoutPT{}));
         Tensor tBrP = thr.make_fragment_B(tBsP);  // (MMA,1,2)
@@ -355,61 +271,17 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     });
   }
 
-  // A finished piece's O^T into out (or its partial rows): this thread's rows 2 quad + v0 + 8 v2,
-  // each with its dims d0 .. d0 + 15 contiguous; lse by warp 0's lanes 0-3. The row state is the
-  // owner's (publish_piece_state, by accumulator row).
+  // A finished piece's O^T into out (or its partial rows): this thread's rows, each with its dims
+  // d0 .. d0 + 15 contiguous (Base::write_ot_rows).
   template <class FragO>
   CUTE_DEVICE static void write_piece(const Params& p, SharedStorage& smem, int req, int piece, int quad,
                                       int d0, const FragO& acc, float out_scale) {
-    const int slot_state = piece & 1;
-    SignalBarrier::wait(&smem.final_ready[slot_state], (piece >> 1) & 1);
-    float row_max[8], row_sum[8];
-    CUTE_UNROLL
-    for (int c = 0; c < 8; ++c) {
-      const int acc_row = paged_sm90_fp8::accumulator_row<kBlockM, true>(2 * quad + (c & 1) + 8 * (c >> 1));
-      row_max[c] = smem.final_max[slot_state][acc_row];
-      row_sum[c] = smem.final_sum[slot_state][acc_row];
-    }
-    SignalBarrier::arrive(&smem.final_read[slot_state]);
-
-    const paged_sm90::PieceRequest request{p.schedule.requests[req], p.seqlens[req]};
-    const bool split = request.split.num_splits > 1;
-    const int slot = request.split.split_offset + static_cast<int>(blockIdx.y) - request.split.first_part;
-    const bool stale = paged_sm90::stale_piece(p, request);
-    const bool writes_lse = threadIdx.x % 128 < 4;
-    CUTE_UNROLL
-    for (int c = 0; c < 8; ++c) {
-      const int packed = 2 * quad + (c & 1) + 8 * (c >> 1);
-      if (packed >= p.rows_per_head) continue;
-      const auto [inv, lse] = paged_sm90::finish_row(row_max[c], row_sum[c], stale, split, out_scale);
-      float v[16];  // dims d0 .. d0 + 15
-      CUTE_UNROLL
-      for (int dd = 0; dd < 16; ++dd) v[dd] = acc((c & 1) + 2 * (dd & 1) + 4 * (c >> 1), dd / 2, 0) * inv;
-      if (!split) {
-        int s = 0, head = 0;
-        paged_sm90::row_coords(p, packed, kv_head(), s, head);
-        Element* dst = static_cast<Element*>(p.out) +
-                       ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * T::kHeadDimV + d0;
-        std::uint32_t w[8];
-        CUTE_UNROLL
-        for (int k = 0; k < 8; ++k) {
-          const cute::array<Element, 2> pair{static_cast<Element>(v[2 * k]),
-                                             static_cast<Element>(v[2 * k + 1])};
-          w[k] = reinterpret_cast<const std::uint32_t&>(pair);
-        }
-        reinterpret_cast<uint4*>(dst)[0] = make_uint4(w[0], w[1], w[2], w[3]);
-        reinterpret_cast<uint4*>(dst)[1] = make_uint4(w[4], w[5], w[6], w[7]);
-        if (writes_lse) p.lse[(static_cast<int64_t>(req) * p.h_q + head) * p.s_q + s] = lse;
-      } else {
-        const int64_t slot_row =
-            (static_cast<int64_t>(slot) * p.h_kv + kv_head()) * p.partials.rows_per_head + packed;
-        float4* dst =
-            reinterpret_cast<float4*>(static_cast<float*>(p.partials.out) + slot_row * T::kHeadDimV + d0);
-        CUTE_UNROLL
-        for (int k = 0; k < 4; ++k) dst[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
-        if (writes_lse) p.partials.lse[slot_row] = lse;
-      }
-    }
+    Base::template write_ot_rows<1>(
+        p, smem, req, piece, quad, d0, [&](int) CUTLASS_LAMBDA_FUNC_INLINE { return out_scale; },
+        [&](int c, float inv, float(&v)[16]) CUTLASS_LAMBDA_FUNC_INLINE {
+          CUTE_UNROLL
+          for (int dd = 0; dd < 16; ++dd) v[dd] = acc((c & 1) + 2 * (dd & 1) + 4 * (c >> 1), dd / 2, 0) * inv;
+        });
   }
 };
 

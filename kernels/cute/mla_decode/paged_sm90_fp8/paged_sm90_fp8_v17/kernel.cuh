@@ -118,7 +118,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     };
 
     const auto hint = Base::request_hint(p);
-    if (hint.req >= 0) prefetch_q(p, hint.req, wg_thread);
+    if (hint.req >= 0) Base::prefetch_live_q(p, hint.req, wg_thread);
     int g = 0;      // pages consumed so far by this CTA
     int piece = 0;  // pieces finished, for the parity of final_max / final_sum / final_sigma
 
@@ -128,9 +128,9 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       float row_sum = 0.f;        // this thread's share
       float sigma = 1.f;          // P^T's unit: the sigma warp's sigma' of the page last read
       if (piece > 0) NamedBarrier::sync(128, T::kWarpgroupSync + 1);
-      load_q(p, smem, req, wg_thread);
+      Base::template load_live_q<true>(p, smem, req, wg_thread);  // RoPE in bf16, divided by q_scale
       NamedBarrier::sync(128, T::kWarpgroupSync + 1);
-      // Q's RoPE columns were stored divided by q_scale (load_q): S / q_scale comes out of the sum.
+      // Q's RoPE columns were stored divided by q_scale (load_live_q): S / q_scale comes out of the sum.
       const float logit_factor = smem.q_scale[r0] * p.scale_log2;
       const int packed = min(row, p.rows_per_head - 1);
       const int limit = p.causal ? seqlen - p.s_q + packed / p.heads_per_kv + 1 : seqlen;
@@ -317,89 +317,6 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     });
   }
 
-  // Q's live rows of request `req` into L2 (9 lines of 128 bytes a row, 8 threads a row), as v13.
-  CUTE_DEVICE static void prefetch_q(const Params& p, int req, int thread) {
-    const int rows = min(p.rows_per_head, kRows);
-    for (int local = thread / 8; local < rows; local += 16) {
-      const char* row = reinterpret_cast<const char*>(paged_sm90::q_row<Element>(p, req, kv_head(), local));
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * (thread % 8)));
-      if (thread % 8 == 0) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * 8));
-    }
-  }
-
-  // Q of a piece: its 512 latent columns as e4m3 codes with one scale per row (latent amax / 448),
-  // its 64 RoPE columns divided by that scale (bf16, the RoPE tile's 128-byte swizzle), both
-  // passes' loads in flight at once as in v13. Padded rows: codes, RoPE values and scale 0.
-  CUTE_DEVICE static void load_q(const Params& p, SharedStorage& smem, int req, int thread) {
-    constexpr int kLatentUnits = T::kHeadDimV / 64;  // 16-byte units of q's latent columns per thread and row
-    constexpr int kLivePasses = kRows / 16;
-    const int j = thread % 8;
-    const std::uint32_t q_base = cute::cast_smem_ptr_to_uint(smem.q);
-    const auto rope_offset = [&](int r) CUTLASS_LAMBDA_FUNC_INLINE {
-      return static_cast<std::uint32_t>(T::kRopeOffset + r * 128 + ((j ^ (r % 8)) << 4));
-    };
-    uint4 v[kLivePasses][kLatentUnits + 1];  // unit kLatentUnits: RoPE columns 8 j .. 8 j + 7
-    CUTE_UNROLL
-    for (int pass = 0; pass < kLivePasses; ++pass) {
-      const int local = thread / 8 + 16 * pass;
-      const bool live = local < p.rows_per_head;
-      const Element* src = paged_sm90::q_row<Element>(p, req, kv_head(), live ? local : 0);
-      CUTE_UNROLL
-      for (int m = 0; m <= kLatentUnits; ++m)
-        v[pass][m] = live ? *reinterpret_cast<const uint4*>(src + 8 * (j + 8 * m)) : make_uint4(0, 0, 0, 0);
-    }
-    CUTE_UNROLL
-    for (int pass = 0; pass < kBlockM / 16; ++pass) {
-      const int local = thread / 8 + 16 * pass;
-      const int row = paged_sm90_fp8::accumulator_row<kBlockM, true>(local);
-      if (pass >= kLivePasses) {  // padding
-        CUTE_UNROLL
-        for (int m = 0; m < kLatentUnits; ++m)
-          codes::st_shared_64(q_base + Base::code_offset(row, 8 * (j + 8 * m)), 0u, 0u);
-        codes::st_shared_128(q_base + rope_offset(row), make_uint4(0, 0, 0, 0));
-        if (j == 0) smem.q_scale[row] = 0.f;
-        continue;
-      }
-      float amax = 0.f;
-      CUTE_UNROLL
-      for (int m = 0; m < kLatentUnits; ++m) {
-        const std::uint32_t w[4] = {v[pass][m].x, v[pass][m].y, v[pass][m].z, v[pass][m].w};
-        CUTE_UNROLL
-        for (int i = 0; i < 4; ++i)
-          amax = fmaxf(amax,
-                       fmaxf(fabsf(__uint_as_float(w[i] << 16)), fabsf(__uint_as_float(w[i] & 0xFFFF0000u))));
-      }
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
-      const float inv = amax > 0.f ? 448.f / amax : 0.f;
-      CUTE_UNROLL
-      for (int m = 0; m < kLatentUnits; ++m) {
-        const std::uint32_t w[4] = {v[pass][m].x, v[pass][m].y, v[pass][m].z, v[pass][m].w};
-        std::uint32_t packed_codes[2];
-        CUTE_UNROLL
-        for (int h = 0; h < 2; ++h)
-          packed_codes[h] = codes::pack_e4m3x4(
-              __uint_as_float(w[2 * h] << 16) * inv, __uint_as_float(w[2 * h] & 0xFFFF0000u) * inv,
-              __uint_as_float(w[2 * h + 1] << 16) * inv, __uint_as_float(w[2 * h + 1] & 0xFFFF0000u) * inv);
-        codes::st_shared_64(q_base + Base::code_offset(row, 8 * (j + 8 * m)), packed_codes[0],
-                            packed_codes[1]);
-      }
-      // The RoPE values divided by q_scale (1 for a zero latent row), so that S's sum needs no
-      // multiply by it: one more bf16 rounding of them, far below q's e4m3 one.
-      const float q_scale = amax > 0.f ? amax / 448.f : 1.f;
-      const float inv_q = 1.f / q_scale;
-      const std::uint32_t r[4] = {v[pass][kLatentUnits].x, v[pass][kLatentUnits].y, v[pass][kLatentUnits].z,
-                                  v[pass][kLatentUnits].w};
-      std::uint32_t rope[4];
-      CUTE_UNROLL
-      for (int i = 0; i < 4; ++i) rope[i] = codes::scale_bf16x2(r[i], inv_q);
-      codes::st_shared_128(q_base + rope_offset(row), make_uint4(rope[0], rope[1], rope[2], rope[3]));
-      if (j == 0) smem.q_scale[row] = q_scale;
-    }
-    cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
-  }
-
   // --- warpgroup 0: O^T = V^T P^T per group, out -----------------------------------------------
   // M tiles 2 g and 2 g + 1 hold group g's 128 dims, so each tile takes one group's P^T. Tile mt,
   // k-step ks of this thread hold dims 128 (mt / 2) + dim0 + 2 (mt % 2) + v1 (v1: the fragment's
@@ -473,18 +390,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         load_v(g);
         const int b = g & 1;
         SignalBarrier::wait(&smem.p_ready[b], (g >> 1) & 1);
-        // Accumulator i of tile mt: packed row 2 quad + (i & 1) + 8 (i >> 2).
-        float sc[8];
-        CUTE_UNROLL
-        for (int c = 0; c < 8; ++c) sc[c] = smem.scale[b][2 * quad + (c & 1) + 8 * (c >> 1)];
-        bool rescale = false;
-        CUTE_UNROLL
-        for (int c = 0; c < 8; ++c) rescale |= sc[c] != 1.f;
-        if (__any_sync(0xffffffffu, rescale)) {
-          CUTE_UNROLL
-          for (int mt = 0; mt < size<1>(acc); ++mt) CUTE_UNROLL
-          for (int i = 0; i < size<0>(acc); ++i) acc(i, mt, 0) *= sc[(i & 1) + 2 * (i >> 2)];
-        }
+        Base::rescale_ot_columns(acc, smem, b, quad);
         warpgroup_fence_operand(acc);
         warpgroup_fence_operand(tArV);
         warpgroup_arrive();
@@ -511,65 +417,20 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     });
   }
 
-  // A finished piece's O^T into out (or its partial rows): this thread's rows 2 quad + v0 + 8 v2,
-  // each with dims 128 g + dim0 .. + 3 of every group g; lse by warp 0's lanes 0-3. The row state
-  // and sigma are the owner's (by accumulator row, by piece parity).
+  // A finished piece's O^T into out (or its partial rows): this thread's rows, each with dims
+  // 128 g + dim0 .. + 3 of every group g (Base::write_ot_rows); the output factor is the owner's
+  // sigma' of the piece's last page over 2^8.
   template <class FragO>
   CUTE_DEVICE static void write_piece(const Params& p, SharedStorage& smem, int req, int piece, int quad,
                                       int dim0, const FragO& acc) {
-    const int slot_state = piece & 1;
-    SignalBarrier::wait(&smem.final_ready[slot_state], (piece >> 1) & 1);
-    float row_max[8], row_sum[8];
-    CUTE_UNROLL
-    for (int c = 0; c < 8; ++c) {
-      const int acc_row = paged_sm90_fp8::accumulator_row<kBlockM, true>(2 * quad + (c & 1) + 8 * (c >> 1));
-      row_max[c] = smem.final_max[slot_state][acc_row];
-      row_sum[c] = smem.final_sum[slot_state][acc_row];
-    }
-    const float out_scale = smem.final_sigma[slot_state] / T::kPScale;
-    SignalBarrier::arrive(&smem.final_read[slot_state]);
-
-    const paged_sm90::PieceRequest request{p.schedule.requests[req], p.seqlens[req]};
-    const bool split = request.split.num_splits > 1;
-    const int slot = request.split.split_offset + static_cast<int>(blockIdx.y) - request.split.first_part;
-    const bool stale = paged_sm90::stale_piece(p, request);
-    const bool writes_lse = threadIdx.x % 128 < 4;
-    CUTE_UNROLL
-    for (int c = 0; c < 8; ++c) {
-      const int packed = 2 * quad + (c & 1) + 8 * (c >> 1);
-      if (packed >= p.rows_per_head) continue;
-      const auto [inv, lse] = paged_sm90::finish_row(row_max[c], row_sum[c], stale, split, out_scale);
-      float v[16];  // dims 128 (dd / 4) + dim0 + dd % 4
-      CUTE_UNROLL
-      for (int dd = 0; dd < 16; ++dd) v[dd] = acc((c & 1) + 2 * (dd & 1) + 4 * (c >> 1), dd / 2, 0) * inv;
-      if (!split) {
-        int s = 0, head = 0;
-        paged_sm90::row_coords(p, packed, kv_head(), s, head);
-        Element* dst = static_cast<Element*>(p.out) +
-                       ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * T::kHeadDimV + dim0;
-        CUTE_UNROLL
-        for (int gr = 0; gr < kGroups; ++gr) {
-          std::uint32_t w[2];
-          CUTE_UNROLL
-          for (int k = 0; k < 2; ++k) {
-            const cute::array<Element, 2> pair{static_cast<Element>(v[4 * gr + 2 * k]),
-                                               static_cast<Element>(v[4 * gr + 2 * k + 1])};
-            w[k] = reinterpret_cast<const std::uint32_t&>(pair);
-          }
-          *reinterpret_cast<uint2*>(dst + gr * T::kLatentChunk) = make_uint2(w[0], w[1]);
-        }
-        if (writes_lse) p.lse[(static_cast<int64_t>(req) * p.h_q + head) * p.s_q + s] = lse;
-      } else {
-        const int64_t slot_row =
-            (static_cast<int64_t>(slot) * p.h_kv + kv_head()) * p.partials.rows_per_head + packed;
-        float* dst = static_cast<float*>(p.partials.out) + slot_row * T::kHeadDimV + dim0;
-        CUTE_UNROLL
-        for (int gr = 0; gr < kGroups; ++gr)
-          *reinterpret_cast<float4*>(dst + gr * T::kLatentChunk) =
-              make_float4(v[4 * gr], v[4 * gr + 1], v[4 * gr + 2], v[4 * gr + 3]);
-        if (writes_lse) p.partials.lse[slot_row] = lse;
-      }
-    }
+    Base::template write_ot_rows<kGroups>(
+        p, smem, req, piece, quad, dim0,
+        [&](int slot) CUTLASS_LAMBDA_FUNC_INLINE { return smem.final_sigma[slot] / T::kPScale; },
+        [&](int c, float inv, float(&v)[16]) CUTLASS_LAMBDA_FUNC_INLINE {
+          CUTE_UNROLL  // v[dd]: dim 128 (dd / 4) + dim0 + dd % 4
+              for (int dd = 0; dd < 16; ++dd) v[dd] =
+                  acc((c & 1) + 2 * (dd & 1) + 4 * (c >> 1), dd / 2, 0) * inv;
+        });
   }
 };
 

@@ -38,7 +38,6 @@ struct Version : paged_sm90_fp8::TensorCoreVersion<Traits> {
   static MlaArithmetic arithmetic_for_rows(int rows) {
     return rows > Traits::kRows ? MlaArithmetic::e4m3_requantised : MlaArithmetic::e4m3_q_and_p;
   }
-  static constexpr MlaArithmetic kArithmetic = MlaArithmetic::e4m3_requantised;  // no problem given
 };
 
 CUTELAB_REGISTER_PLAN(paged_sm90::VersionPlan<Version>);
