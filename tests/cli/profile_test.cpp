@@ -20,11 +20,11 @@ const char* kNcuSample = R"csv(==PROF== Connected to process 4242 (/opt/cutelab/
 kernel   cute/mla_decode/paged_sm90/v1
 ==PROF== Profiling "mla_main" - 0: 0%....50%....100% - 9 passes
 ==PROF== Disconnected from process 4242
-"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","dram__bytes.sum.per_second","dram__throughput.avg.pct_of_peak_sustained_elapsed","gpu__time_duration.sum","launch__block_size","launch__grid_size","launch__registers_per_thread","launch__shared_mem_per_block_dynamic","launch__shared_mem_per_block_static","sm__cycles_elapsed.avg.per_second","sm__warps_active.avg.pct_of_peak_sustained_active"
-"","","","","","","","","","","","Tbyte/second","%","usecond","","","register/thread","Kbyte/block","byte/block","cycle/nsecond","%"
-"0","4242","cutelab","gpu-host","void cutelab::mla::main_kernel<cutelab::mla::Config<64, 2>>(cutelab::mla::Params)","1","7","(256, 1, 1)","(132, 1, 1)","0","9.0","2.94","87.60","825.12","256","132","240","230.82","0","1.75","12.50"
-"1","4242","cutelab","gpu-host","void cutelab::mla::combine_kernel<512>(cutelab::mla::CombineParams)","1","7","(128, 1, 1)","(2,048, 1, 1)","0","9.0","1.10","33.00","6.80","128","2,048","64","0","1,024","1.70","45.25"
-"2","4242","cutelab","gpu-host","void cutelab::mla::main_kernel<cutelab::mla::Config<64, 2>>(cutelab::mla::Params)","1","7","(256, 1, 1)","(132, 1, 1)","0","9.0","2.96","88.00","827.12","256","132","240","230.82","0","1.77","12.50"
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","dram__bytes.sum.per_second","dram__bytes_read.sum","dram__throughput.avg.pct_of_peak_sustained_elapsed","gpu__time_duration.sum","launch__block_size","launch__grid_size","launch__registers_per_thread","launch__shared_mem_per_block_dynamic","launch__shared_mem_per_block_static","lts__t_requests_srcunit_tex_op_read.sum","sm__cycles_elapsed.avg.per_second","sm__warps_active.avg.pct_of_peak_sustained_active"
+"","","","","","","","","","","","Tbyte/second","Gbyte","%","usecond","","","register/thread","Kbyte/block","byte/block","request","cycle/nsecond","%"
+"0","4242","cutelab","gpu-host","void cutelab::mla::main_kernel<cutelab::mla::Config<64, 2>>(cutelab::mla::Params)","1","7","(256, 1, 1)","(132, 1, 1)","0","9.0","2.94","2.56","87.60","825.12","256","132","240","230.82","0","54,000,000","1.75","12.50"
+"1","4242","cutelab","gpu-host","void cutelab::mla::combine_kernel<512>(cutelab::mla::CombineParams)","1","7","(128, 1, 1)","(2,048, 1, 1)","0","9.0","1.10","0.00128","33.00","6.80","128","2,048","64","0","1,024","12,500","1.70","45.25"
+"2","4242","cutelab","gpu-host","void cutelab::mla::main_kernel<cutelab::mla::Config<64, 2>>(cutelab::mla::Params)","1","7","(256, 1, 1)","(132, 1, 1)","0","9.0","2.96","2.56","88.00","827.12","256","132","240","230.82","0","54,000,000","1.77","12.50"
 )csv";
 
 TEST(NcuCsv, ParsesFunctionsAveragingTheirLaunchesInBaseUnits) {
@@ -41,6 +41,8 @@ TEST(NcuCsv, ParsesFunctionsAveragingTheirLaunchesInBaseUnits) {
   EXPECT_NEAR(*main.get("sm__cycles_elapsed.avg.per_second"), 1.76e9, 1.0);
   EXPECT_NEAR(*main.get("launch__shared_mem_per_block_dynamic"), 230820.0, 1e-6);
   EXPECT_DOUBLE_EQ(*main.get("launch__registers_per_thread"), 240.0);
+  EXPECT_NEAR(*main.get("dram__bytes_read.sum"), 2.56e9, 1.0);
+  EXPECT_DOUBLE_EQ(*main.get("lts__t_requests_srcunit_tex_op_read.sum"), 54e6);
 
   const NcuFunction& combine = r.functions[1];
   EXPECT_EQ(combine.launches, 1);
@@ -64,6 +66,9 @@ TEST(NcuCsv, RendersOneRowPerFunction) {
   EXPECT_NE(table.find("1760"), std::string::npos) << table;    // SM MHz
   EXPECT_NE(table.find("230820 B"), std::string::npos) << table;
   EXPECT_NE(table.find("(132, 1, 1) x (256, 1, 1)"), std::string::npos) << table;
+  EXPECT_NE(table.find("L2 req/line"), std::string::npos) << table;
+  EXPECT_NE(table.find("2.70"), std::string::npos) << table;  // 54e6 requests / (2.56e9 B / 128)
+  EXPECT_NE(table.find("1.25"), std::string::npos) << table;  // 12,500 / (1.28e6 B / 128)
   EXPECT_NE(table.find("not reported"), std::string::npos) << table;
 }
 

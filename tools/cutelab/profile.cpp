@@ -30,6 +30,11 @@ constexpr const char* kSmemStatic = "launch__shared_mem_per_block_static";
 constexpr const char* kGrid = "launch__grid_size";
 constexpr const char* kBlock = "launch__block_size";
 constexpr const char* kSmClock = "sm__cycles_elapsed.avg.per_second";
+// L2 read requests from the SMs (loads, TMA and bulk copies) against the 128-byte lines read from
+// DRAM: ~1 for a stream whose copies cover whole lines, more where copies straddle lines or the
+// L2 serves data again (docs/knowledge/anti-patterns/tma-box-rows-across-l2-lines.md).
+constexpr const char* kL2ReadRequests = "lts__t_requests_srcunit_tex_op_read.sum";
+constexpr const char* kDramReadBytes = "dram__bytes_read.sum";
 
 // NVTX filters that select the launches of the runtime's measurement loop: it pushes a range
 // named "cutelab/measure/<kernel>" in the "cutelab" domain (src/runtime/tuner.cpp). In ncu's
@@ -87,9 +92,10 @@ std::string fmt_or_dash(std::optional<double> v, int digits, double scale = 1.0)
 }  // namespace
 
 const std::vector<std::string>& ncu_metrics() {
-  static const std::vector<std::string> m = {kDuration,  kTensorPct, kDramPct,     kDramRate,
-                                             kOccupancy, kRegisters, kSmemDynamic, kSmemStatic,
-                                             kGrid,      kBlock,     kSmClock};
+  static const std::vector<std::string> m = {kDuration,  kTensorPct,   kDramPct,    kDramRate,
+                                             kOccupancy, kRegisters,   kSmemDynamic, kSmemStatic,
+                                             kGrid,      kBlock,       kSmClock,     kL2ReadRequests,
+                                             kDramReadBytes};
   return m;
 }
 
@@ -245,8 +251,8 @@ std::string short_function_name(const std::string& name) {
 std::string render_ncu(const NcuReport& report) {
   Table t;
   t.add_column("function", Table::Align::left);
-  for (const char* h : {"launches", "duration µs", "SM MHz", "tensor %", "DRAM %", "DRAM GB/s", "occupancy %",
-                        "regs/thread", "smem/block", "grid x block"})
+  for (const char* h : {"launches", "duration µs", "SM MHz", "tensor %", "DRAM %", "DRAM GB/s", "L2 req/line",
+                        "occupancy %", "regs/thread", "smem/block", "grid x block"})
     t.add_column(h);
   for (const NcuFunction& f : report.functions) {
     std::string smem = "-";
@@ -261,9 +267,13 @@ std::string render_ncu(const NcuReport& report) {
       shape =
           std::to_string(std::llround(*f.get(kGrid))) + " x " + std::to_string(std::llround(*f.get(kBlock)));
     }
+    std::optional<double> requests_per_line;
+    if (const auto req = f.get(kL2ReadRequests), bytes = f.get(kDramReadBytes); req && bytes && *bytes > 0)
+      requests_per_line = *req / (*bytes / 128.0);
     t.add_row({short_function_name(f.name), std::to_string(f.launches), fmt_or_dash(f.get(kDuration), 2, 1e6),
                fmt_or_dash(f.get(kSmClock), 0, 1e-6), fmt_or_dash(f.get(kTensorPct), 1),
                fmt_or_dash(f.get(kDramPct), 1), fmt_or_dash(f.get(kDramRate), 0, 1e-9),
+               fmt_or_dash(requests_per_line, 2),
                fmt_or_dash(f.get(kOccupancy), 1), fmt_or_dash(f.get(kRegisters), 0), smem, shape});
   }
   std::string out = t.render();
