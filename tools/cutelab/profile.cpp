@@ -92,10 +92,9 @@ std::string fmt_or_dash(std::optional<double> v, int digits, double scale = 1.0)
 }  // namespace
 
 const std::vector<std::string>& ncu_metrics() {
-  static const std::vector<std::string> m = {kDuration,  kTensorPct,   kDramPct,    kDramRate,
-                                             kOccupancy, kRegisters,   kSmemDynamic, kSmemStatic,
-                                             kGrid,      kBlock,       kSmClock,     kL2ReadRequests,
-                                             kDramReadBytes};
+  static const std::vector<std::string> m = {
+      kDuration,   kTensorPct, kDramPct, kDramRate, kOccupancy,      kRegisters,    kSmemDynamic,
+      kSmemStatic, kGrid,      kBlock,   kSmClock,  kL2ReadRequests, kDramReadBytes};
   return m;
 }
 
@@ -273,8 +272,8 @@ std::string render_ncu(const NcuReport& report) {
     t.add_row({short_function_name(f.name), std::to_string(f.launches), fmt_or_dash(f.get(kDuration), 2, 1e6),
                fmt_or_dash(f.get(kSmClock), 0, 1e-6), fmt_or_dash(f.get(kTensorPct), 1),
                fmt_or_dash(f.get(kDramPct), 1), fmt_or_dash(f.get(kDramRate), 0, 1e-9),
-               fmt_or_dash(requests_per_line, 2),
-               fmt_or_dash(f.get(kOccupancy), 1), fmt_or_dash(f.get(kRegisters), 0), smem, shape});
+               fmt_or_dash(requests_per_line, 2), fmt_or_dash(f.get(kOccupancy), 1),
+               fmt_or_dash(f.get(kRegisters), 0), smem, shape});
   }
   std::string out = t.render();
   if (!report.missing.empty()) {
