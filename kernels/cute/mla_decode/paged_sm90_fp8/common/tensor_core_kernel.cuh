@@ -85,6 +85,61 @@ struct TensorCoreKernel {
       cute::SM90::GMMA::rs_op_selector<Code, Code, float, typename T::QKShape, cute::GMMA::Major::K,
                                        cute::GMMA::Major::K>()));
 
+  // A row's reference max moves only when the page's max passes it by more than this (log2
+  // units): P x 2^8 then stays under e4m3's largest value (448 = 2^8 x 1.75).
+  static constexpr float kMaxSlack = 0.8f;
+
+  // The online softmax's reference max of one row, given the page's (scaled) max: moved where it
+  // passes the reference by more than kMaxSlack (never while both are -inf), the row sum rescaled
+  // with it; `factor` is what O takes (1 where it did not move).
+  CUTE_DEVICE static void raise_running_max(float m_page, float& run_max, float& row_sum, float& factor) {
+    if (m_page > run_max + kMaxSlack) {
+      factor = device::ex2_approx_ftz(run_max - m_page);
+      run_max = m_page;
+      row_sum *= factor;
+    } else {
+      factor = 1.f;
+    }
+  }
+
+  // The largest |value| of a q row's bf16 values (a thread's first kCount 16-byte units) over the
+  // row's 8 threads (lanes that differ in their low three bits).
+  template <int kCount, int kUnits>
+  CUTE_DEVICE static float bf16_row_amax(const uint4 (&v)[kUnits]) {
+    static_assert(kCount <= kUnits);
+    float amax = 0.f;
+    CUTE_UNROLL
+    for (int m = 0; m < kCount; ++m) {
+      const std::uint32_t w[4] = {v[m].x, v[m].y, v[m].z, v[m].w};
+      CUTE_UNROLL
+      for (int i = 0; i < 4; ++i)
+        amax = fmaxf(amax,
+                     fmaxf(fabsf(__uint_as_float(w[i] << 16)), fabsf(__uint_as_float(w[i] & 0xFFFF0000u))));
+    }
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    return fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
+  }
+
+  // A thread's first kCount units of a q row (bf16) times `inv` as e4m3 codes into Q's tile: unit m
+  // is columns 8 (j + 8 m) .. + 7 of accumulator row `row`.
+  template <int kCount, int kUnits>
+  CUTE_DEVICE static void store_q_codes(std::uint32_t q_base, int row, int j, const uint4 (&v)[kUnits],
+                                        float inv) {
+    static_assert(kCount <= kUnits);
+    CUTE_UNROLL
+    for (int m = 0; m < kCount; ++m) {
+      const std::uint32_t w[4] = {v[m].x, v[m].y, v[m].z, v[m].w};
+      std::uint32_t packed_codes[2];
+      CUTE_UNROLL
+      for (int h = 0; h < 2; ++h)
+        packed_codes[h] = pack_e4m3x4(
+            __uint_as_float(w[2 * h] << 16) * inv, __uint_as_float(w[2 * h] & 0xFFFF0000u) * inv,
+            __uint_as_float(w[2 * h + 1] << 16) * inv, __uint_as_float(w[2 * h + 1] & 0xFFFF0000u) * inv);
+      st_shared_64(q_base + code_offset(row, 8 * (j + 8 * m)), packed_codes[0], packed_codes[1]);
+    }
+  }
+
   // Byte offset of word group k (0, 1: words 4k .. 4k + 3) of thread t in a P image: 16-byte
   // units, a warp's 512 bytes contiguous (conflict-free 16-byte stores and loads).
   CUTE_DEVICE static std::uint32_t p_image_offset(int t, int k) { return k * 2048 + t * 16; }
@@ -290,31 +345,8 @@ struct TensorCoreKernel {
       CUTE_UNROLL
       for (int m = 0; m < kUnits; ++m)
         v[m] = live ? *reinterpret_cast<const uint4*>(src + 8 * (j + 8 * m)) : make_uint4(0, 0, 0, 0);
-      float amax = 0.f;
-      CUTE_UNROLL
-      for (int m = 0; m < kUnits; ++m) {
-        const std::uint32_t w[4] = {v[m].x, v[m].y, v[m].z, v[m].w};
-        CUTE_UNROLL
-        for (int i = 0; i < 4; ++i)
-          amax = fmaxf(amax,
-                       fmaxf(fabsf(__uint_as_float(w[i] << 16)), fabsf(__uint_as_float(w[i] & 0xFFFF0000u))));
-      }
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
-      const float2 scale = row_scale(amax);  // {factor, stored scale}
-      const float inv = scale.x;
-      CUTE_UNROLL
-      for (int m = 0; m < kUnits; ++m) {
-        const std::uint32_t w[4] = {v[m].x, v[m].y, v[m].z, v[m].w};
-        std::uint32_t packed_codes[2];
-        CUTE_UNROLL
-        for (int h = 0; h < 2; ++h)
-          packed_codes[h] = pack_e4m3x4(
-              __uint_as_float(w[2 * h] << 16) * inv, __uint_as_float(w[2 * h] & 0xFFFF0000u) * inv,
-              __uint_as_float(w[2 * h + 1] << 16) * inv, __uint_as_float(w[2 * h + 1] & 0xFFFF0000u) * inv);
-        st_shared_64(q_base + code_offset(row, 8 * (j + 8 * m)), packed_codes[0], packed_codes[1]);
-      }
+      const float2 scale = row_scale(bf16_row_amax<kUnits>(v));  // {factor, stored scale}
+      store_q_codes<kUnits>(q_base, row, j, v, scale.x);
       if (j == 0) smem.q_scale[row] = scale.y;
     }
   }
@@ -331,6 +363,24 @@ struct TensorCoreKernel {
   }
 
   // --- the O^T designs (v13, v17: at most T::kRows live rows, spread; O^T = V^T P^T in warpgroup 0) ---
+
+  // The S owner's pages [first, end) of a piece: S of page g + 1 issued before page g's P^T is
+  // published and waited for after it; `g` counts the part's pages (the publish reads it).
+  template <class QkIssue, class Publish, class SoftmaxAndPack>
+  CUTE_DEVICE static void own_piece_pages(int first, int end, int& g, QkIssue&& qk_issue, Publish&& publish,
+                                          SoftmaxAndPack&& softmax_and_pack) {
+    qk_issue(g % T::kStages, (g / T::kStages) & 1);  // the piece's first page: needs its Q
+    cute::warpgroup_wait<0>();
+    softmax_and_pack(first, g);
+    for (int page = first; page + 1 < end; ++page, ++g) {
+      qk_issue((g + 1) % T::kStages, ((g + 1) / T::kStages) & 1);  // S of page g + 1 under P^T of page g
+      publish();
+      cute::warpgroup_wait<0>();
+      softmax_and_pack(page + 1, g + 1);
+    }
+    publish();
+    ++g;
+  }
 
   // Q's live rows of request `req` into L2 (9 lines of 128 bytes a row, 8 threads a row): issued as
   // the S owner starts, for the request the part most likely starts with (RequestHint), while the
@@ -385,30 +435,8 @@ struct TensorCoreKernel {
         if (j == 0) smem.q_scale[row] = 0.f;
         continue;
       }
-      float amax = 0.f;
-      CUTE_UNROLL
-      for (int m = 0; m < kCodeUnits; ++m) {
-        const std::uint32_t w[4] = {v[pass][m].x, v[pass][m].y, v[pass][m].z, v[pass][m].w};
-        CUTE_UNROLL
-        for (int i = 0; i < 4; ++i)
-          amax = fmaxf(amax,
-                       fmaxf(fabsf(__uint_as_float(w[i] << 16)), fabsf(__uint_as_float(w[i] & 0xFFFF0000u))));
-      }
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
-      const float inv = amax > 0.f ? 448.f / amax : 0.f;
-      CUTE_UNROLL
-      for (int m = 0; m < kCodeUnits; ++m) {
-        const std::uint32_t w[4] = {v[pass][m].x, v[pass][m].y, v[pass][m].z, v[pass][m].w};
-        std::uint32_t packed_codes[2];
-        CUTE_UNROLL
-        for (int h = 0; h < 2; ++h)
-          packed_codes[h] = pack_e4m3x4(
-              __uint_as_float(w[2 * h] << 16) * inv, __uint_as_float(w[2 * h] & 0xFFFF0000u) * inv,
-              __uint_as_float(w[2 * h + 1] << 16) * inv, __uint_as_float(w[2 * h + 1] & 0xFFFF0000u) * inv);
-        st_shared_64(q_base + code_offset(row, 8 * (j + 8 * m)), packed_codes[0], packed_codes[1]);
-      }
+      const float amax = bf16_row_amax<kCodeUnits>(v[pass]);
+      store_q_codes<kCodeUnits>(q_base, row, j, v[pass], amax > 0.f ? 448.f / amax : 0.f);
       if constexpr (kBf16Rope) {
         // One more bf16 rounding of the RoPE values, far below q's e4m3 one.
         const float q_scale = amax > 0.f ? amax / 448.f : 1.f;

@@ -37,7 +37,6 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
   using typename Base::Element;
   using typename Base::SharedStorage;
   static constexpr int kRows = T::kRows;
-  static constexpr float kMaxSlack = 0.8f;  // v3's: P x 2^8 stays under e4m3's largest value
   // Barrier roles: vt_ready[b] is "P^T buffer b free" here (warpgroup 0's O^T of the page that
   // used it complete, its scales read); wg1_done is unused.
 
@@ -112,14 +111,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
           CUTE_UNROLL
           for (int i = 0; i < size(tSrS); ++i)
             if (((i >> 1) & 1) == 0) page_max = fmaxf(page_max, logit(i));
-          const float m_page = paged_sm90::quad_max(page_max) * logit_factor;
-          if (m_page > run_max + kMaxSlack) {  // false while both are -inf
-            scale = device::ex2_approx_ftz(run_max - m_page);
-            run_max = m_page;
-            row_sum *= scale;
-          } else {
-            scale = 1.f;
-          }
+          Base::raise_running_max(paged_sm90::quad_max(page_max) * logit_factor, run_max, row_sum, scale);
           // A row that has seen only masked keys keeps max -inf: exp2(-inf) = 0 keeps P at 0.
           const float bias = 8.f - (run_max == -INFINITY ? 0.f : run_max);
           CUTE_UNROLL
@@ -156,17 +148,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         SignalBarrier::arrive(&smem.p_ready[b]);
       };
 
-      qk_issue(g % T::kStages, (g / T::kStages) & 1);  // the piece's first page: needs its Q codes
-      warpgroup_wait<0>();
-      softmax_and_pack(first, g);
-      for (int page = first; page + 1 < end; ++page, ++g) {
-        qk_issue((g + 1) % T::kStages, ((g + 1) / T::kStages) & 1);  // S of page g + 1 under P^T of page g
-        publish();
-        warpgroup_wait<0>();
-        softmax_and_pack(page + 1, g + 1);
-      }
-      publish();
-      ++g;
+      Base::own_piece_pages(first, end, g, qk_issue, publish, softmax_and_pack);
       row_sum *= 1.f / T::kPScale;  // exact: a power of two
       float run_max2[2] = {run_max, -INFINITY}, row_sum2[2] = {row_sum, 0.f};
       paged_sm90::publish_piece_state(smem, piece, r0, col0, run_max2, row_sum2);

@@ -34,10 +34,6 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
   using typename Base::Code;
   using typename Base::Element;
   using typename Base::SharedStorage;
-  // A row's reference max moves only when a page's max exceeds it by more than this (log2 units):
-  // P x 2^8 then stays under e4m3's largest value (2^0.807 x 256 = 448), and most pages need no
-  // rescale of O (v3 amended).
-  static constexpr float kMaxSlack = 0.8f;
 
   // Warpgroup 1 (kWG = 1): Q codes, S, softmax, P, O[:, 256:512]. Warpgroup 0: V^T,
   // O[:, 0:256].
@@ -159,7 +155,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         // S of page g (consumer count g) is complete: free its slot, softmax, pack P (x 2^8).
         // Against v2's softmax: the row scales and 2^8 in the exponent's FMA (64 multiplies a
         // page less), the masking only on pages that need it (a uniform branch, not 64
-        // predicated selects a page), the reference max moved only beyond kMaxSlack (the O
+        // predicated selects a page), the reference max moved only beyond Base::kMaxSlack (the O
         // rescale then skipped on most pages), and S only read, P packed straight from the
         // exponentials. The running sums are of P x 2^8 (divided back at the piece's end).
         const auto softmax_and_pack = [&](int page, int gg) CUTLASS_LAMBDA_FUNC_INLINE {
@@ -183,14 +179,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
                 scale[h] = 1.f;
                 continue;
               }
-              const float m_page = paged_sm90::quad_max(page_max[h]) * logit_factor[h];
-              if (m_page > run_max[h] + kMaxSlack) {  // false while both are -inf
-                scale[h] = device::ex2_approx_ftz(run_max[h] - m_page);
-                run_max[h] = m_page;
-                row_sum[h] *= scale[h];
-              } else {
-                scale[h] = 1.f;
-              }
+              Base::raise_running_max(paged_sm90::quad_max(page_max[h]) * logit_factor[h], run_max[h],
+                                      row_sum[h], scale[h]);
               // A row that has seen only masked keys keeps max -inf: exp2(-inf) = 0 keeps P at 0.
               bias[h] = 8.f - (run_max[h] == -INFINITY ? 0.f : run_max[h]);
             }

@@ -55,7 +55,6 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
   using typename Base::Code;
   using typename Base::Element;
   using typename Base::SharedStorage;
-  static constexpr float kMaxSlack = 0.8f;  // v3 amended: a row's reference max moves only beyond this
   static constexpr std::uint32_t kRequantSync = T::kWarpgroupSync + 2;
   // The smallest reference M and q scale (2^-32): the RoPE product multiplies 1 / M by
   // 1 / q_scale, which must stay finite in bf16 operands and the fp32 accumulator. Real scales
@@ -432,13 +431,9 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
             float bias[2];
             CUTE_UNROLL
             for (int h = 0; h < 2; ++h) {
-              const float m_page = paged_sm90::quad_max(page_max[h]) * logit_factor[h];
-              float moved = 1.f;
-              if (m_page > run_max[h] + kMaxSlack) {  // false while both are -inf
-                moved = device::ex2_approx_ftz(run_max[h] - m_page);
-                run_max[h] = m_page;
-                row_sum[h] *= moved;
-              }
+              float moved;
+              Base::raise_running_max(paged_sm90::quad_max(page_max[h]) * logit_factor[h], run_max[h],
+                                      row_sum[h], moved);
               scale[h] = moved * ref_ratio;
               // A row that has seen only masked keys keeps max -inf: exp2(-inf) = 0 keeps P at 0.
               bias[h] = 8.f - (run_max[h] == -INFINITY ? 0.f : run_max[h]);
