@@ -382,6 +382,30 @@ struct TensorCoreKernel {
     ++g;
   }
 
+  // Warpgroup 0's pages [first, end) of a piece in the O^T = V^T P^T designs (v13, v17; g counts
+  // the part's pages): page g's V into the A registers (`load_v(g)`, which frees its slot), then,
+  // once P^T of page g is published, O^T's columns rescaled, `issue_ot(b)` (the design's wgmmas over
+  // P^T buffer b) waited, and buffer b freed.
+  template <class FragO, class FragV, class LoadV, class IssueOt>
+  CUTE_DEVICE static void multiply_piece_pages(SharedStorage& smem, int first, int end, int& g, int quad,
+                                               FragO& acc, FragV& tArV, LoadV&& load_v, IssueOt&& issue_ot) {
+    for (int page = first; page < end; ++page, ++g) {
+      load_v(g);
+      const int b = g & 1;
+      SignalBarrier::wait(&smem.p_ready[b], (g >> 1) & 1);
+      rescale_ot_columns(acc, smem, b, quad);
+      cute::warpgroup_fence_operand(acc);
+      cute::warpgroup_fence_operand(tArV);
+      cute::warpgroup_arrive();
+      issue_ot(b);
+      cute::warpgroup_commit_batch();
+      cute::warpgroup_wait<0>();
+      cute::warpgroup_fence_operand(tArV);
+      cute::warpgroup_fence_operand(acc);
+      SignalBarrier::arrive(&smem.vt_ready[b]);  // P^T buffer b and its factors are free
+    }
+  }
+
   // Q's live rows of request `req` into L2 (9 lines of 128 bytes a row, 8 threads a row): issued as
   // the S owner starts, for the request the part most likely starts with (RequestHint), while the
   // part's entry is still on its way.

@@ -222,32 +222,23 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       SignalBarrier::arrive(&smem.slot_free[slot]);
     };
 
+    // O^T += V^T P^T over P^T buffer b.
+    const auto issue_ot = [&](int b) CUTLASS_LAMBDA_FUNC_INLINE {
+      Tensor tBsP = thr.partition_B(make_tensor(
+          make_smem_ptr(reinterpret_cast<Code*>(sm90::opaque(smem.p[b]))), typename T::SmemLayoutPT{}));
+      Tensor tBrP = thr.make_fragment_B(tBsP);  // (MMA,1,2)
+      mma.accumulate_ = GMMA::ScaleOut::One;
+      CUTE_UNROLL
+      for (int ks = 0; ks < size<2>(tArV); ++ks) cute::gemm(mma, tArV(_, _, ks), tBrP(_, _, ks), acc);
+    };
+
     const auto hint = Base::request_hint(p);
     int g = 0;
     int piece = 0;
     Base::for_each_piece(p, part, hint, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
       clear(acc);
-      for (int page = first; page < end; ++page, ++g) {
-        load_v(g);
-        const int b = g & 1;
-        SignalBarrier::wait(&smem.p_ready[b], (g >> 1) & 1);
-        // Accumulator i of tile mt: dim d0 + 2 mt + ((i >> 1) & 1), packed row 2 quad + (i & 1) + 8 (i >> 2).
-        Base::rescale_ot_columns(acc, smem, b, quad);
-        Tensor tBsP = thr.partition_B(make_tensor(
-            make_smem_ptr(reinterpret_cast<Code*>(sm90::opaque(smem.p[b]))), typename T::SmemLayoutPT{}));
-        Tensor tBrP = thr.make_fragment_B(tBsP);  // (MMA,1,2)
-        warpgroup_fence_operand(acc);
-        warpgroup_fence_operand(tArV);
-        warpgroup_arrive();
-        mma.accumulate_ = GMMA::ScaleOut::One;
-        CUTE_UNROLL
-        for (int ks = 0; ks < size<2>(tArV); ++ks) cute::gemm(mma, tArV(_, _, ks), tBrP(_, _, ks), acc);
-        warpgroup_commit_batch();
-        warpgroup_wait<0>();
-        warpgroup_fence_operand(tArV);
-        warpgroup_fence_operand(acc);
-        SignalBarrier::arrive(&smem.vt_ready[b]);  // P^T buffer b and its scales are free
-      }
+      // Accumulator i of tile mt: dim d0 + 2 mt + ((i >> 1) & 1), packed row 2 quad + (i & 1) + 8 (i >> 2).
+      Base::multiply_piece_pages(smem, first, end, g, quad, acc, tArV, load_v, issue_ot);
       write_piece(p, smem, req, piece, quad, d0, acc, kv_scale / T::kPScale);
       ++piece;
     });

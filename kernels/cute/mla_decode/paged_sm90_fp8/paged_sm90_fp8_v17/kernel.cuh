@@ -363,37 +363,28 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       SignalBarrier::arrive(&smem.slot_free[slot]);
     };
 
+    // Each group's two O^T tiles times that group's P^T.
+    const auto issue_ot = [&](int b) CUTLASS_LAMBDA_FUNC_INLINE {
+      mma.accumulate_ = GMMA::ScaleOut::One;
+      CUTE_UNROLL
+      for (int gr = 0; gr < kGroups; ++gr) {
+        Tensor tBsP = thr.partition_B(
+            make_tensor(make_smem_ptr(reinterpret_cast<Code*>(sm90::opaque(smem.p[b]) + gr * T::kPTBytes)),
+                        typename T::SmemLayoutPT{}));
+        Tensor tBrP = thr.make_fragment_B(tBsP);  // (MMA,1,2)
+        CUTE_UNROLL
+        for (int ks = 0; ks < size<2>(tArV); ++ks) CUTE_UNROLL
+        for (int h = 0; h < 2; ++h)
+          cute::gemm(mma, tArV(_, 2 * gr + h, ks), tBrP(_, 0, ks), acc(_, 2 * gr + h, 0));
+      }
+    };
+
     const auto hint = Base::request_hint(p);
     int g = 0;
     int piece = 0;
     Base::for_each_piece(p, part, hint, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
       clear(acc);
-      for (int page = first; page < end; ++page, ++g) {
-        load_v(g);
-        const int b = g & 1;
-        SignalBarrier::wait(&smem.p_ready[b], (g >> 1) & 1);
-        Base::rescale_ot_columns(acc, smem, b, quad);
-        warpgroup_fence_operand(acc);
-        warpgroup_fence_operand(tArV);
-        warpgroup_arrive();
-        mma.accumulate_ = GMMA::ScaleOut::One;
-        CUTE_UNROLL
-        for (int gr = 0; gr < kGroups; ++gr) {
-          Tensor tBsP = thr.partition_B(
-              make_tensor(make_smem_ptr(reinterpret_cast<Code*>(sm90::opaque(smem.p[b]) + gr * T::kPTBytes)),
-                          typename T::SmemLayoutPT{}));
-          Tensor tBrP = thr.make_fragment_B(tBsP);  // (MMA,1,2)
-          CUTE_UNROLL
-          for (int ks = 0; ks < size<2>(tArV); ++ks) CUTE_UNROLL
-          for (int h = 0; h < 2; ++h)
-            cute::gemm(mma, tArV(_, 2 * gr + h, ks), tBrP(_, 0, ks), acc(_, 2 * gr + h, 0));
-        }
-        warpgroup_commit_batch();
-        warpgroup_wait<0>();
-        warpgroup_fence_operand(tArV);
-        warpgroup_fence_operand(acc);
-        SignalBarrier::arrive(&smem.vt_ready[b]);  // P^T buffer b and its factors are free
-      }
+      Base::multiply_piece_pages(smem, first, end, g, quad, acc, tArV, load_v, issue_ot);
       write_piece(p, smem, req, piece, quad, dim0, acc);
       ++piece;
     });
