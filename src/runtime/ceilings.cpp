@@ -55,6 +55,9 @@ ClockSummary clocks_from_json(const nlohmann::json& j) {
   c.sm_max_mhz = j.value("sm_max_mhz", 0);
   c.power_w_max = j.value("power_w_max", 0.0);
   c.temperature_c_max = j.value("temperature_c_max", 0);
+  c.reason_samples = j.value("reason_samples", 0);
+  c.slowed_samples = j.value("slowed_samples", 0);
+  c.slowdowns_seen = j.value("slowdown_bits", std::uint64_t{0});
   return c;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -94,12 +95,24 @@ int median_of(std::vector<int> v) {
 
 }  // namespace
 
+std::string slowdown_names(std::uint64_t reasons) {
+  static constexpr std::pair<std::uint64_t, const char*> kNames[] = {{kSwPowerCap, "SW power cap"},
+                                                                     {kHwSlowdown, "HW slowdown"},
+                                                                     {kSwThermal, "SW thermal slowdown"},
+                                                                     {kHwThermal, "HW thermal slowdown"},
+                                                                     {kHwPowerBrake, "HW power brake"}};
+  std::string s;
+  for (const auto& [bit, name] : kNames)
+    if (reasons & bit) s += concat(s.empty() ? "" : ", ", name);
+  return s;
+}
+
 std::optional<ClockReading> parse_clock_line(const std::string& line) {
   std::vector<std::string> fields;
   std::stringstream in(line);
   std::string f;
   while (std::getline(in, f, ',')) fields.push_back(f);
-  if (fields.size() != 5) return std::nullopt;
+  if (fields.size() != 5 && fields.size() != 6) return std::nullopt;
   // The current clocks must be there; the rest may be "[N/A]" on some boards.
   const auto sm = parse_number(fields[0]);
   const auto mem = parse_number(fields[1]);
@@ -113,6 +126,14 @@ std::optional<ClockReading> parse_clock_line(const std::string& line) {
   r.sm_max_mhz = static_cast<int>(rest[0].value_or(0));
   r.power_w = rest[1].value_or(0);
   r.temperature_c = static_cast<int>(rest[2].value_or(0));
+  if (fields.size() == 6 && !not_available(fields[5])) {
+    const std::string hex = trim(fields[5]);  // "0x0000000000000004"
+    if (hex.size() < 3 || hex[0] != '0' || (hex[1] != 'x' && hex[1] != 'X')) return std::nullopt;
+    char* end = nullptr;
+    const unsigned long long bits = std::strtoull(hex.c_str() + 2, &end, 16);
+    if (end != hex.c_str() + hex.size()) return std::nullopt;
+    r.event_reasons = bits;
+  }
   return r;
 }
 
@@ -133,13 +154,43 @@ std::optional<std::string> nvidia_smi_query(int index, const std::string& fields
   return first;
 }
 
+namespace {
+
+// Reads the clocks with field set `field_set` of kFieldSets, or (when -1) with the first one this
+// nvidia-smi accepts, which it then keeps: drivers before R535 name the reasons field
+// clocks_throttle_reasons, and some boards report neither.
+std::optional<ClockReading> read_clocks_with(int index, int& field_set, std::string* why) {
+  static constexpr const char* kFieldSets[] = {
+      "clocks.sm,clocks.mem,clocks.max.sm,power.draw,temperature.gpu,clocks_event_reasons.active",
+      "clocks.sm,clocks.mem,clocks.max.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active",
+      "clocks.sm,clocks.mem,clocks.max.sm,power.draw,temperature.gpu"};
+  const int first = field_set < 0 ? 0 : field_set, last = field_set < 0 ? 2 : field_set;
+  std::string first_why;
+  for (int i = first; i <= last; ++i) {
+    std::string w;
+    const auto line = nvidia_smi_query(index, kFieldSets[i], &w);
+    if (!line) {
+      if (first_why.empty()) first_why = w;
+      if (!find_nvidia_smi()) break;  // no other field set helps
+      continue;
+    }
+    auto r = parse_clock_line(*line);
+    if (!r) {
+      if (why) *why = concat("cannot parse nvidia-smi output '", trim(*line), "'");
+      return std::nullopt;
+    }
+    field_set = i;
+    return r;
+  }
+  if (why) *why = first_why;
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<ClockReading> read_clocks(int index, std::string* why) {
-  const auto line =
-      nvidia_smi_query(index, "clocks.sm,clocks.mem,clocks.max.sm,power.draw,temperature.gpu", why);
-  if (!line) return std::nullopt;
-  auto r = parse_clock_line(*line);
-  if (!r && why) *why = concat("cannot parse nvidia-smi output '", trim(*line), "'");
-  return r;
+  int field_set = -1;
+  return read_clocks_with(index, field_set, why);
 }
 
 ClockSummary summarize_clocks(const std::vector<ClockReading>& readings) {
@@ -157,6 +208,12 @@ ClockSummary summarize_clocks(const std::vector<ClockReading>& readings) {
     s.sm_max_mhz = std::max(s.sm_max_mhz, r.sm_max_mhz);
     s.power_w_max = std::max(s.power_w_max, r.power_w);
     s.temperature_c_max = std::max(s.temperature_c_max, r.temperature_c);
+    if (r.event_reasons) {
+      ++s.reason_samples;
+      const std::uint64_t slow = *r.event_reasons & kSlowdownReasons;
+      s.slowed_samples += slow != 0;
+      s.slowdowns_seen |= slow;
+    }
   }
   s.sm_mhz_median = median_of(sm);
   s.mem_mhz_median = median_of(mem);
@@ -165,9 +222,19 @@ ClockSummary summarize_clocks(const std::vector<ClockReading>& readings) {
 
 nlohmann::json ClockSummary::to_json() const {
   if (!available) return {{"available", false}, {"why", why_unavailable}};
-  return {{"available", true},     {"samples", samples},         {"sm_mhz_min", sm_mhz_min},
-          {"sm_mhz_median", sm_mhz_median}, {"sm_mhz_max", sm_mhz_max}, {"mem_mhz_median", mem_mhz_median},
-          {"sm_max_mhz", sm_max_mhz}, {"power_w_max", power_w_max}, {"temperature_c_max", temperature_c_max}};
+  return {{"available", true},
+          {"samples", samples},
+          {"sm_mhz_min", sm_mhz_min},
+          {"sm_mhz_median", sm_mhz_median},
+          {"sm_mhz_max", sm_mhz_max},
+          {"mem_mhz_median", mem_mhz_median},
+          {"sm_max_mhz", sm_max_mhz},
+          {"power_w_max", power_w_max},
+          {"temperature_c_max", temperature_c_max},
+          {"reason_samples", reason_samples},
+          {"slowed_samples", slowed_samples},
+          {"slowdown_bits", slowdowns_seen},
+          {"slowdowns", slowdown_names(slowdowns_seen)}};
 }
 
 std::string ClockSummary::str() const {
@@ -177,6 +244,18 @@ std::string ClockSummary::str() const {
   s += concat(", mem ", mem_mhz_median, " MHz");
   if (power_w_max > 0) s += concat(", ", static_cast<int>(power_w_max + 0.5), " W peak");
   if (temperature_c_max > 0) s += concat(", ", temperature_c_max, " C");
+  if (slowed_samples > 0)
+    s += concat(", ", slowdown_names(slowdowns_seen), " in ", slowed_samples, " of ", reason_samples,
+                " samples");
+  else if (reason_samples > 0)
+    s += ", no slowdown";
+  return s;
+}
+
+std::string ClockSummary::brief() const {
+  if (!available) return "-";
+  std::string s = sm_mhz_min == sm_mhz_max ? std::to_string(sm_mhz_max) : concat(sm_mhz_min, "-", sm_mhz_max);
+  if (slowed_samples > 0) s += concat(" slow ", slowed_samples, "/", reason_samples);
   return s;
 }
 
@@ -195,9 +274,10 @@ void ClockSampler::start() {
   // Only this thread touches readings_ and why_ until stop() joins it.
   thread_ = std::thread([this] {
     // The first reading is taken even when stop() comes at once.
+    int field_set = -1;
     do {
       std::string why;
-      if (auto r = read_clocks(index_, &why)) {
+      if (auto r = read_clocks_with(index_, field_set, &why)) {
         readings_.push_back(*r);
       } else {
         why_ = why;

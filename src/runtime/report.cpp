@@ -418,6 +418,8 @@ std::string render_suite(const std::vector<RunResult>& runs,
       std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.rotating.has_value(); });
   const bool any_setup = std::any_of(runs.begin(), runs.end(),
                                      [](const RunResult& r) { return r.timing_with_setup.has_value(); });
+  const bool any_clocks =
+      std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.clocks.available; });
   bool rates_on_rotating = false;
 
   Table t;
@@ -440,6 +442,7 @@ std::string render_suite(const std::vector<RunResult>& runs,
     t.add_column("speedup");
   }
   if (any_baseline) t.add_column("vs best baseline");
+  if (any_clocks) t.add_column("SM MHz", Table::Align::left);
   std::vector<std::string> notes;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const RunResult& r = runs[i];
@@ -486,6 +489,7 @@ std::string render_suite(const std::vector<RunResult>& runs,
                                                        : "-");
     }
     if (any_baseline) row.push_back(vs_baseline[i] ? format_fixed(*vs_baseline[i], 2) + "x" : "-");
+    if (any_clocks) row.push_back(r.clocks.brief());
     t.add_row(std::move(row));
   }
   std::string out;
@@ -502,6 +506,12 @@ std::string render_suite(const std::vector<RunResult>& runs,
         "the graph, data cold)\n";
   if (rates_on_rotating) out += "rows without a median µs: GB/s, TFLOP/s and shares on the rotating time\n";
   if (any_anchor) out += "speedup = anchor µs / our median µs (> 1: faster than the anchor)\n";
+  if (any_clocks)
+    out +=
+        "SM MHz: the SM clock nvidia-smi read while the row was timed (range); slow k/n: k of n readings "
+        "with a power or thermal slowdown reported by the driver (a long row's median then depends on how "
+        "many samples ran before it engaged: "
+        "docs/knowledge/anti-patterns/short-median-under-a-power-cap.md)\n";
   if (any_baseline)
     out +=
         "vs best baseline = the fastest baseline kernel's µs in the same case and run / this row's µs (> 1: "

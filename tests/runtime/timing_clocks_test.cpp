@@ -105,6 +105,48 @@ TEST(Clocks, ParseNvidiaSmiLines) {
   EXPECT_FALSE(parse_clock_line("1755, 2619"));
   EXPECT_FALSE(parse_clock_line("No devices were found"));
   EXPECT_FALSE(parse_clock_line("fast, 2619, 1980, 300, 60"));
+  EXPECT_FALSE(na->event_reasons);
+}
+
+TEST(Clocks, ParsesTheDriversSlowdownReasons) {
+  const auto capped = parse_clock_line("1710, 3201, 1980, 522.21, 58, 0x0000000000000004");
+  ASSERT_TRUE(capped);
+  EXPECT_EQ(capped->sm_mhz, 1710);
+  ASSERT_TRUE(capped->event_reasons);
+  EXPECT_EQ(*capped->event_reasons, kSwPowerCap);
+  const auto idle = parse_clock_line("345, 3201, 1980, 90.8, 36, 0x0000000000000001\n");
+  ASSERT_TRUE(idle);
+  EXPECT_EQ(*idle->event_reasons, 0x1u);
+  const auto unsupported = parse_clock_line("1980, 3201, 1980, 300, 40, [N/A]");
+  ASSERT_TRUE(unsupported);
+  EXPECT_FALSE(unsupported->event_reasons);
+  EXPECT_FALSE(parse_clock_line("1980, 3201, 1980, 300, 40, Active"));
+  EXPECT_FALSE(parse_clock_line("1980, 3201, 1980, 300, 40, 0x4g"));
+  EXPECT_FALSE(parse_clock_line("1980, 3201, 1980, 300, 40, 0x4, 7"));
+  EXPECT_EQ(slowdown_names(kSwPowerCap | kHwThermal | 0x1), "SW power cap, HW thermal slowdown");
+  EXPECT_EQ(slowdown_names(0x1 | 0x10), "");
+}
+
+TEST(Clocks, SummaryCountsSlowedReadings) {
+  ClockReading cool{1980, 3201, 1980, 300, 40, std::uint64_t{0}};
+  ClockReading idle{1980, 3201, 1980, 90, 36, std::uint64_t{0x1}};  // idle is no slowdown
+  ClockReading capped{1710, 3201, 1980, 520, 58, kSwPowerCap};
+  ClockReading braked{1650, 3201, 1980, 560, 59, kHwPowerBrake | kSwPowerCap};
+  ClockReading silent{1700, 3201, 1980, 500, 57, std::nullopt};  // the driver gave no reasons
+  const ClockSummary s = summarize_clocks({cool, idle, capped, braked, silent});
+  EXPECT_EQ(s.samples, 5);
+  EXPECT_EQ(s.reason_samples, 4);
+  EXPECT_EQ(s.slowed_samples, 2);
+  EXPECT_EQ(s.slowdowns_seen, kSwPowerCap | kHwPowerBrake);
+  EXPECT_NE(s.str().find("SW power cap, HW power brake in 2 of 4 samples"), std::string::npos) << s.str();
+  EXPECT_EQ(s.brief(), "1650-1980 slow 2/4");
+  const nlohmann::json j = s.to_json();
+  EXPECT_EQ(j.at("slowed_samples"), 2);
+  EXPECT_EQ(j.at("slowdown_bits").get<std::uint64_t>(), kSwPowerCap | kHwPowerBrake);
+  const ClockSummary steady = summarize_clocks({cool, cool});
+  EXPECT_EQ(steady.brief(), "1980");
+  EXPECT_NE(steady.str().find("no slowdown"), std::string::npos) << steady.str();
+  EXPECT_EQ(summarize_clocks({silent}).str().find("slowdown"), std::string::npos);
 }
 
 TEST(Clocks, SummaryAndString) {
@@ -164,6 +206,32 @@ TEST_F(FakeSmi, SamplerCollectsReadings) {
   EXPECT_TRUE(s.available) << s.why_unavailable;
   EXPECT_GE(s.samples, 1);
   EXPECT_EQ(s.sm_mhz_median, 1500);
+}
+
+TEST_F(FakeSmi, ReasonsFieldFallsBackToTheOlderNameAndThenToNone) {
+  // An R5xx driver before R535 knows only clocks_throttle_reasons.active.
+  install(
+      "case \"$*\" in *clocks_event_reasons*) echo 'Field \"clocks_event_reasons.active\" is not a valid "
+      "field to query.'; exit 2;; *clocks_throttle_reasons*) echo '1650, 2619, 1980, 600.5, 70, "
+      "0x0000000000000004';; *) echo '1650, 2619, 1980, 600.5, 70';; esac");
+  auto r = read_clocks(0);
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->event_reasons);
+  EXPECT_EQ(*r->event_reasons, kSwPowerCap);
+  ClockSampler sampler(0, 5);
+  sampler.start();
+  usleep(100 * 1000);
+  const ClockSummary s = sampler.stop();
+  ASSERT_TRUE(s.available) << s.why_unavailable;
+  EXPECT_EQ(s.slowed_samples, s.samples);
+  // A driver that knows neither name: the clocks are still read, without reasons.
+  install(
+      "case \"$*\" in *reasons*) echo 'Field is not a valid field to query.'; exit 2;; "
+      "*) echo '1500, 2619, 1980, 250.5, 50';; esac");
+  r = read_clocks(0);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->sm_mhz, 1500);
+  EXPECT_FALSE(r->event_reasons);
 }
 
 TEST_F(FakeSmi, FailingNvidiaSmiSaysWhy) {

@@ -280,12 +280,19 @@ int cmd_device(const DeviceArgs& a, Io io) {
   if (std::optional<ClockReading> now = read_clocks(dev.index, &why)) {
     io.out << "clocks now: SM " << now->sm_mhz << " MHz (max " << now->sm_max_mhz << "), memory "
            << now->mem_mhz << " MHz, " << format_fixed(now->power_w, 0) << " W, " << now->temperature_c
-           << " C\n";
+           << " C";
+    const std::string slowdowns = now->event_reasons ? slowdown_names(*now->event_reasons) : "";
+    if (now->event_reasons) io.out << (slowdowns.empty() ? ", no slowdown" : ", " + slowdowns);
+    io.out << "\n";
     report["clocks_now"] = {{"sm_mhz", now->sm_mhz},
                             {"mem_mhz", now->mem_mhz},
                             {"sm_max_mhz", now->sm_max_mhz},
                             {"power_w", now->power_w},
                             {"temperature_c", now->temperature_c}};
+    if (now->event_reasons) {
+      report["clocks_now"]["event_reasons"] = *now->event_reasons;
+      report["clocks_now"]["slowdowns"] = slowdowns;
+    }
   } else {
     io.out << "clocks now: unavailable (" << why << ")\n";
   }
