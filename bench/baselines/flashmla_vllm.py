@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""FlashMLA's dense bf16 decode (SM90), as compiled into vLLM's PyPI wheel, timed the lab's way.
+
+ANCHORS.md's FlashMLA numbers come from one call on one day and cannot be re-taken here (FlashMLA has no
+wheel of its own on PyPI). vLLM's wheel ships FlashMLA built against PyTorch's stable ABI
+(`vllm/_flashmla_C.abi3.so`); `CUTELAB_WITH_FLASHMLA_VLLM=1 scripts/bootstrap` unpacks that one library
+into .deps/, and this script loads it into the PyTorch at hand (no vLLM import, no pip install) and
+times it beside the lab's kernels in the same call, so both run in the same power state
+(docs/knowledge/anti-patterns/short-median-under-a-power-cap.md).
+
+Method (MEASURE.md, as `cutelab run`): the schedule made by the first call and reused; one call per
+CUDA-graph replay; L2 flushed (a memset of twice its size) before each sample; CUDA events; 5 warm-up
+replays; at least --min-samples samples, stopping when the 95% confidence interval of the mean is within
++-0.5% or at --max-time; the median. Cases and anchors from a suite file (bench/suites/mla_decode.json);
+varlen rows draw lengths from N(t, t/2) clipped to [s, 131072] with their own generator, so compare
+TFLOP/s there (DESIGN.md's cost model: 2 * b * s_q * h_q * mean length * (576 + 512)).
+
+    python3 bench/baselines/flashmla_vllm.py [--cases h128,t4096] [--min-samples 2000] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DEFAULT_SO = ROOT / ".deps" / "flashmla-vllm-0.33.0" / "_flashmla_C.abi3.so"
+PAGE, D_QK, D_V, MAX_LEN = 64, 576, 512, 131072
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--so", type=pathlib.Path, default=DEFAULT_SO, help="vLLM's _flashmla_C.abi3.so")
+    p.add_argument("--suite", type=pathlib.Path, default=ROOT / "bench" / "suites" / "mla_decode.json")
+    p.add_argument("--cases", default="", help="comma-separated substrings; a case runs if its label has all")
+    p.add_argument("--min-samples", type=int, default=20)
+    p.add_argument("--max-time", type=float, default=2.0, help="cap on the sampling loop, seconds")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--no-check", action="store_true", help="skip the fp32 reference on two requests")
+    p.add_argument("--json", type=pathlib.Path, help="also write the rows here")
+    a = p.parse_args(argv)
+    if a.min_samples < 1 or a.max_time < 0:
+        p.error("--min-samples must be >= 1 and --max-time >= 0")
+    if not a.so.is_file():
+        p.error(f"{a.so} not found: run CUTELAB_WITH_FLASHMLA_VLLM=1 scripts/bootstrap (or pass --so)")
+    return a
+
+
+def make_case(torch, prob, seed):
+    b, s_q, h, t = prob["b"], prob.get("s", 1), prob["h"], prob.get("t", 0)
+    if prob.get("hkv", 1) != 1 or prob.get("dtype", "bf16") != "bf16":
+        raise ValueError("FlashMLA's dense MLA decode takes one bf16 KV head")
+    dev = torch.device("cuda")
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    if prob.get("lens"):
+        lens = torch.tensor(prob["lens"], dtype=torch.int64)
+    elif prob.get("varlen"):
+        lens = torch.normal(float(t), t / 2.0, (b,), generator=g).round().clamp(s_q, MAX_LEN).to(torch.int64)
+    else:
+        lens = torch.full((b,), t, dtype=torch.int64)
+    pages = (lens + PAGE - 1) // PAGE
+    width = max(1, int(pages.max()))
+    order = torch.randperm(int(pages.sum()), generator=g).to(torch.int32)
+    table = torch.zeros(b, width, dtype=torch.int32)
+    first = 0
+    for r in range(b):  # each request's pages scattered over the pool
+        table[r, : pages[r]] = order[first: first + int(pages[r])]
+        first += int(pages[r])
+    gd = torch.Generator(device=dev).manual_seed(seed)
+    q = torch.randn(b, s_q, h, D_QK, generator=gd, device=dev, dtype=torch.bfloat16)
+    kv = torch.randn(max(1, first), PAGE, 1, D_QK, generator=gd, device=dev, dtype=torch.bfloat16)
+    return q, kv, table.to(dev), lens.to(torch.int32).to(dev), bool(prob.get("causal", False))
+
+
+def reference_rel_l2(torch, q, kv, table, lens, causal, out, scale, requests=2):
+    worst = 0.0
+    s_q, h = q.shape[1], q.shape[2]
+    for r in range(min(requests, q.shape[0])):
+        L = int(lens[r])
+        k = kv[table[r].long()].reshape(-1, D_QK)[:L].float()
+        logits = (q[r].float().reshape(s_q * h, D_QK) @ k.T) * scale
+        if causal:
+            visible = L - s_q + torch.arange(s_q * h, device=q.device) // h + 1
+            logits = logits.masked_fill(torch.arange(L, device=q.device)[None, :] >= visible[:, None], float("-inf"))
+        ref = torch.softmax(logits, -1) @ k[:, :D_V]
+        got = out[r].float().reshape(s_q * h, D_V)
+        worst = max(worst, ((got - ref).norm() / ref.norm()).item())
+    return worst
+
+
+def time_graph(torch, replay, min_samples, max_time):
+    l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+    scratch = torch.empty(2 * l2 // 4 + 1, dtype=torch.int32, device="cuda")
+    for _ in range(5):
+        replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples, began = [], time.perf_counter()
+    while True:
+        scratch.zero_()
+        start.record()
+        replay()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1000.0)
+        n = len(samples)
+        if n < max(2, min_samples):
+            continue
+        mean = sum(samples) / n
+        sd = math.sqrt(sum((x - mean) ** 2 for x in samples) / (n - 1))
+        if 1.96 * sd / math.sqrt(n) / mean <= 0.005:
+            return samples, "converged"
+        if time.perf_counter() - began >= max_time:
+            return samples, "time cap"
+        if n >= max(2000, min_samples):
+            return samples, "sample cap"
+
+
+def main(argv):
+    a = parse_args(argv)
+    import torch
+    if not torch.cuda.is_available():
+        print("skipped: no CUDA GPU", file=sys.stderr)
+        return 3
+    torch.ops.load_library(str(a.so))
+    decode = torch.ops._flashmla_C.dense_decode_fwd
+    suite = json.loads(a.suite.read_text())
+    device = torch.cuda.get_device_name()
+    wanted = [w for w in a.cases.split(",") if w]
+    rows = []
+    print(f"FlashMLA (vLLM 0.33.0 wheel, {a.so.name}) on {device}, torch {torch.__version__}; "
+          f"lab method, >= {a.min_samples} samples, cap {a.max_time} s")
+    print(f"{'case':44s} {'median us':>10s} {'TFLOP/s':>8s} {'anchor us':>10s} {'anchor/us':>9s}  check")
+    for case in suite["cases"]:
+        label, prob = case["label"], case["problem"]
+        if prob.get("timing", "flush") != "flush" or any(w not in label for w in wanted):
+            continue
+        q, kv, table, lens, causal = make_case(torch, prob, a.seed)
+        scale = D_QK ** -0.5
+        meta = [None, None]
+        out = torch.empty(q.shape[0], q.shape[1], q.shape[2], D_V, device="cuda", dtype=torch.bfloat16)
+
+        def call():
+            # Its out argument wants another shape when s_q > 1: the op allocates then.
+            o, lse, meta[0], meta[1] = decode(q, kv, D_V, lens, table, scale, causal, meta[0], meta[1],
+                                              out if q.shape[1] == 1 else None)
+            return o
+
+        o = call()  # the schedule, reused by every later call
+        torch.cuda.synchronize()
+        check = None if a.no_check else reference_rel_l2(torch, q, kv, table, lens, causal, o, scale)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            call()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            call()
+        samples, reason = time_graph(torch, graph.replay, a.min_samples, a.max_time)
+        ordered = sorted(samples)
+        n = len(ordered)
+        median = ordered[n // 2] if n % 2 else 0.5 * (ordered[n // 2 - 1] + ordered[n // 2])
+        mean_len = float(lens.double().mean())
+        tflops = 2.0 * q.shape[0] * q.shape[1] * q.shape[2] * mean_len * (D_QK + D_V) / median / 1e6
+        anchor = (case.get("anchors") or {}).get(device, {}).get("us")
+        row = {"label": label, "median_us": median, "tflops": tflops, "mean_len": mean_len, "n": n,
+               "stop": reason, "first5_us": sum(samples[:5]) / min(5, n),
+               "last20_us": sum(samples[-20:]) / min(20, n), "check_rel_l2": check, "anchor_us": anchor,
+               "samples_us": samples}
+        rows.append(row)
+        ok = "-" if check is None else (f"{check:.1e}" if check < 1e-2 else f"FAIL {check:.1e}")
+        print(f"{label:44s} {median:10.2f} {tflops:8.1f} {anchor if anchor else '-':>10} "
+              f"{(anchor / median) if anchor else float('nan'):9.3f}  {ok}", flush=True)
+        del q, kv, table, lens, out, graph
+        torch.cuda.empty_cache()
+    if a.json:
+        a.json.write_text(json.dumps({"kernel": "FlashMLA dense decode, vLLM 0.33.0 wheel", "device": device,
+                                      "torch": torch.__version__, "argv": argv, "rows": rows}, indent=1))
+    failed = [r["label"] for r in rows if r["check_rel_l2"] is not None and not r["check_rel_l2"] < 1e-2]
+    if failed:
+        print("check failed: " + ", ".join(failed), file=sys.stderr)
+        return 4
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
