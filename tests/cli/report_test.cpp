@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cutelab/runtime/clocks.hpp"
 #include "cutelab/runtime/report.hpp"
 
 namespace cutelab {
@@ -340,6 +341,25 @@ TEST(RenderSuite, AddsRotatingAndSetupColumnsOnlyWhenPresent) {
   const std::string plain = render_suite({sample_run(200.0, true)});
   EXPECT_EQ(plain.find("rotating"), std::string::npos) << plain;
   EXPECT_EQ(plain.find("with setup"), std::string::npos) << plain;
+}
+
+TEST(RenderSuite, ShowsTheClockAndItsSlowdownsWhenRead) {
+  std::vector<RunResult> runs = {sample_run(200.0, true), sample_run(100.0, true), sample_run(150.0, true)};
+  runs[0].clocks = summarize_clocks({{1650, 3201, 1980, 600, 58, kSwPowerCap},
+                                     {1980, 3201, 1980, 400, 50, std::uint64_t{0}},
+                                     {1710, 3201, 1980, 620, 59, kSwPowerCap}});
+  runs[1].clocks = summarize_clocks({{1980, 3201, 1980, 300, 45, std::uint64_t{0}}});
+  const std::string text = render_suite(runs);
+  const std::vector<std::string> lines = lines_of(text);
+  ASSERT_GE(lines.size(), 5u) << text;
+  EXPECT_NE(lines[0].find("SM MHz"), std::string::npos) << text;
+  EXPECT_NE(lines[2].find("1650-1980 slow 2/3"), std::string::npos) << text;
+  EXPECT_NE(lines[3].find("1980"), std::string::npos) << text;
+  EXPECT_EQ(lines[3].find("slow"), std::string::npos) << text;
+  EXPECT_EQ(lines[4].substr(lines[4].find_last_not_of(' ')), "-") << text;  // not read for that row
+  EXPECT_NE(text.find("SM MHz: the SM clock nvidia-smi read"), std::string::npos) << text;
+  // No clock read anywhere: no column.
+  EXPECT_EQ(render_suite({sample_run(200.0, true)}).find("SM MHz"), std::string::npos);
 }
 
 }  // namespace
