@@ -444,6 +444,22 @@ std::string render_suite(const std::vector<RunResult>& runs,
   if (any_baseline) t.add_column("vs best baseline");
   if (any_clocks) t.add_column("SM MHz", Table::Align::left);
   std::vector<std::string> notes;
+  // Per kernel, over the rows that have the figure: the geometric mean and the lowest ratio.
+  struct Ratios {
+    double log_sum = 0;
+    int n = 0, at_least_one = 0;
+    double lowest = 0;
+    std::string lowest_row;
+    void add(double ratio, const std::string& row) {
+      log_sum += std::log(ratio);
+      at_least_one += ratio >= 1.0;
+      if (n++ == 0 || ratio < lowest) {
+        lowest = ratio;
+        lowest_row = row;
+      }
+    }
+  };
+  std::map<std::string, Ratios> vs_anchor, vs_base;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const RunResult& r = runs[i];
     const std::string index = std::to_string(i + 1);
@@ -484,11 +500,15 @@ std::string render_suite(const std::vector<RunResult>& runs,
     }
     if (any_anchor) {
       const std::optional<Anchor> a = i < anchors.size() ? anchors[i] : std::nullopt;
+      const bool has = a && basis && basis->median_us > 0;
       row.push_back(a ? format_us(a->us) : "-");
-      row.push_back(a && basis && basis->median_us > 0 ? format_fixed(a->us / basis->median_us, 2) + "x"
-                                                       : "-");
+      row.push_back(has ? format_fixed(a->us / basis->median_us, 2) + "x" : "-");
+      if (has) vs_anchor[r.kernel].add(a->us / basis->median_us, index);
     }
     if (any_baseline) row.push_back(vs_baseline[i] ? format_fixed(*vs_baseline[i], 2) + "x" : "-");
+    if (const std::optional<KernelId> id = KernelId::parse(r.kernel);
+        vs_baseline[i] && id && id->tier != "baseline")
+      vs_base[r.kernel].add(*vs_baseline[i], index);
     if (any_clocks) row.push_back(r.clocks.brief());
     t.add_row(std::move(row));
   }
@@ -512,6 +532,15 @@ std::string render_suite(const std::vector<RunResult>& runs,
         "with a power or thermal slowdown reported by the driver (a long row's median then depends on how "
         "many samples ran before it engaged: "
         "docs/knowledge/anti-patterns/short-median-under-a-power-cap.md)\n";
+  const auto summarize = [&](const std::map<std::string, Ratios>& by_kernel, const char* against) {
+    for (const auto& [kernel, q] : by_kernel)
+      if (q.n > 1)
+        out += concat(kernel, " against ", against, ": geometric mean ",
+                      format_fixed(std::exp(q.log_sum / q.n), 3), "x over ", q.n, " rows, ", q.at_least_one,
+                      " at >= 1.00x, lowest ", format_fixed(q.lowest, 3), "x (#", q.lowest_row, ")\n");
+  };
+  summarize(vs_anchor, "the anchors");
+  summarize(vs_base, "the best baseline");
   if (any_baseline)
     out +=
         "vs best baseline = the fastest baseline kernel's µs in the same case and run / this row's µs (> 1: "

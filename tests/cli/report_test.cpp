@@ -343,6 +343,28 @@ TEST(RenderSuite, AddsRotatingAndSetupColumnsOnlyWhenPresent) {
   EXPECT_EQ(plain.find("with setup"), std::string::npos) << plain;
 }
 
+TEST(RenderSuite, SummarisesEachKernelAgainstTheAnchorsAndTheBaselines) {
+  // Two cases, a lab kernel and a baseline in each.
+  std::vector<RunResult> runs = {sample_run(100.0, true), sample_run(200.0, true), sample_run(80.0, true),
+                                 sample_run(100.0, true)};
+  runs[0].kernel = runs[2].kernel = "cute/x/lab/v1";
+  runs[1].kernel = runs[3].kernel = "baseline/x/other/v1";
+  const std::vector<std::optional<Anchor>> anchors = {Anchor{110.0, "a"}, std::nullopt, Anchor{72.0, "a"},
+                                                      std::nullopt};
+  const std::string text = render_suite(runs, anchors, {0, 0, 1, 1});
+  // sqrt(1.10 * 0.90) = 0.995; the lowest is row 3's 72 / 80.
+  EXPECT_NE(text.find("cute/x/lab/v1 against the anchors: geometric mean 0.995x over 2 rows, 1 at >= 1.00x, "
+                      "lowest 0.900x (#3)"),
+            std::string::npos)
+      << text;
+  // sqrt(200 / 100 * 100 / 80) = 1.581; the baseline is not summarised against itself.
+  EXPECT_NE(text.find("cute/x/lab/v1 against the best baseline: geometric mean 1.581x over 2 rows, 2 at >= "
+                      "1.00x, lowest 1.250x (#3)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("baseline/x/other/v1 against"), std::string::npos) << text;
+}
+
 TEST(RenderSuite, ShowsTheClockAndItsSlowdownsWhenRead) {
   std::vector<RunResult> runs = {sample_run(200.0, true), sample_run(100.0, true), sample_run(150.0, true)};
   runs[0].clocks = summarize_clocks({{1650, 3201, 1980, 600, 58, kSwPowerCap},
