@@ -8,23 +8,22 @@ into .deps/, and this script loads it into the PyTorch at hand (no vLLM import, 
 times it beside the lab's kernels in the same call, so both run in the same power state
 (docs/knowledge/anti-patterns/short-median-under-a-power-cap.md).
 
-Method (MEASURE.md, as `cutelab run`): the schedule made by the first call and reused; one call per
-CUDA-graph replay; L2 flushed (a memset of twice its size) before each sample; CUDA events; 5 warm-up
-replays; at least --min-samples samples, stopping when the 95% confidence interval of the mean is within
-+-0.5% or at --max-time; the median. Cases and anchors from a suite file (bench/suites/mla_decode.json);
+Method: `cutelab.testing.bench`, the lab's own (MEASURE.md, as `cutelab run`): one call per CUDA-graph
+replay, L2 flushed before each sample, the lab's warm-up, stopping rule and statistics; the schedule is
+made by the first call and reused. Cases and anchors from a suite file (bench/suites/mla_decode.json);
 varlen rows draw lengths from N(t, t/2) clipped to [s, 131072] with their own generator, so compare
-TFLOP/s there (DESIGN.md's cost model: 2 * b * s_q * h_q * mean length * (576 + 512)).
+TFLOP/s there (DESIGN.md's cost model: 2 * b * s_q * h_q * mean length * (576 + 512)). Needs the
+package's build tree on the path (scripts/test builds it):
 
-    python3 bench/baselines/flashmla_vllm.py [--cases h128,t4096] [--min-samples 2000] [--json out.json]
+    PYTHONPATH=build/release/python python3 bench/baselines/flashmla_vllm.py [--cases h128,t4096] \
+        [--min-samples 2000] [--json out.json]
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import pathlib
 import sys
-import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEFAULT_SO = ROOT / ".deps" / "flashmla-vllm-0.33.0" / "_flashmla_C.abi3.so"
@@ -91,36 +90,14 @@ def reference_rel_l2(torch, q, kv, table, lens, causal, out, scale, requests=2):
     return worst
 
 
-def time_graph(torch, replay, min_samples, max_time):
-    l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
-    scratch = torch.empty(2 * l2 // 4 + 1, dtype=torch.int32, device="cuda")
-    for _ in range(5):
-        replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples, began = [], time.perf_counter()
-    while True:
-        scratch.zero_()
-        start.record()
-        replay()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1000.0)
-        n = len(samples)
-        if n < max(2, min_samples):
-            continue
-        mean = sum(samples) / n
-        sd = math.sqrt(sum((x - mean) ** 2 for x in samples) / (n - 1))
-        if 1.96 * sd / math.sqrt(n) / mean <= 0.005:
-            return samples, "converged"
-        if time.perf_counter() - began >= max_time:
-            return samples, "time cap"
-        if n >= max(2000, min_samples):
-            return samples, "sample cap"
-
-
 def main(argv):
     a = parse_args(argv)
+    try:
+        from cutelab import testing
+    except ImportError as e:
+        print(f"cutelab's Python package is not importable ({e}): run with PYTHONPATH=build/release/python "
+              "after scripts/test has built it", file=sys.stderr)
+        return 2
     import torch
     if not torch.cuda.is_available():
         print("skipped: no CUDA GPU", file=sys.stderr)
@@ -152,30 +129,21 @@ def main(argv):
         o = call()  # the schedule, reused by every later call
         torch.cuda.synchronize()
         check = None if a.no_check else reference_rel_l2(torch, q, kv, table, lens, causal, o, scale)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            call()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            call()
-        samples, reason = time_graph(torch, graph.replay, a.min_samples, a.max_time)
-        ordered = sorted(samples)
-        n = len(ordered)
-        median = ordered[n // 2] if n % 2 else 0.5 * (ordered[n // 2 - 1] + ordered[n // 2])
+        t = testing.bench(call, min_samples=a.min_samples, max_samples=max(2000, a.min_samples),
+                          max_seconds=a.max_time)
+        samples, median, n = t.samples_us, t.median_us, t.n
         mean_len = float(lens.double().mean())
         tflops = 2.0 * q.shape[0] * q.shape[1] * q.shape[2] * mean_len * (D_QK + D_V) / median / 1e6
         anchor = (case.get("anchors") or {}).get(device, {}).get("us")
         row = {"label": label, "median_us": median, "tflops": tflops, "mean_len": mean_len, "n": n,
-               "stop": reason, "first5_us": sum(samples[:5]) / min(5, n),
+               "stop": t.stop_reason, "first5_us": sum(samples[:5]) / min(5, n),
                "last20_us": sum(samples[-20:]) / min(20, n), "check_rel_l2": check, "anchor_us": anchor,
                "samples_us": samples}
         rows.append(row)
         ok = "-" if check is None else (f"{check:.1e}" if check < 1e-2 else f"FAIL {check:.1e}")
         print(f"{label:44s} {median:10.2f} {tflops:8.1f} {anchor if anchor else '-':>10} "
               f"{(anchor / median) if anchor else float('nan'):9.3f}  {ok}", flush=True)
-        del q, kv, table, lens, out, graph
+        del q, kv, table, lens, out, t
         torch.cuda.empty_cache()
     if a.json:
         a.json.write_text(json.dumps({"kernel": "FlashMLA dense decode, vLLM 0.33.0 wheel", "device": device,
