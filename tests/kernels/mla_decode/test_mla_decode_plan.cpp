@@ -36,6 +36,7 @@
 #endif
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v13/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v17/api.hpp"
+#include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v18/api.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/check.hpp"
 #include "cutelab/runtime/registry.hpp"
@@ -103,7 +104,10 @@ std::vector<Version> versions() {
        MlaArithmetic::e4m3_requantised},
       {"paged_sm90_fp8_v17_fp8_token",
        [](DType d) { return paged_sm90_fp8_v17::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token,
-       MlaArithmetic::e4m3_q_and_p, PartialFormat::fp32, 32}};
+       MlaArithmetic::e4m3_q_and_p, PartialFormat::fp32, 32},
+      {"paged_sm90_fp8_v18_fp8_token",
+       [](DType d) { return paged_sm90_fp8_v18::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token,
+       MlaArithmetic::e4m3_q_and_p}};
 }
 
 class MlaDecodeStepPlan : public ::testing::TestWithParam<Version> {

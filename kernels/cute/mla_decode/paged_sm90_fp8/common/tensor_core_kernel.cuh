@@ -214,6 +214,7 @@ struct TensorCoreKernel {
       SignalBarrier::init(&smem.slot_free[s], 4 + 128 + (T::kSigmaWarp ? 1 : 0));
     if constexpr (T::kSigmaWarp)
       for (int s = 0; s < T::kStages; ++s) SignalBarrier::init(&smem.sigma_ready[s], 1);
+    if constexpr (requires { Derived::init_design_barriers(smem); }) Derived::init_design_barriers(smem);
   }
 
   // Warpgroup 0's pages [first, end) of a piece (v3, v4; g counts the part's pages). The next page
@@ -482,12 +483,13 @@ struct TensorCoreKernel {
   template <class FragO>
   CUTE_DEVICE static void rescale_ot_columns(FragO& acc, const SharedStorage& smem, int b, int quad) {
     using namespace cute;
-    float sc[8];
+    constexpr int kCols = decltype(size<0>(acc))::value / 2;  // a thread's columns: 8 at N = 32, 16 at 64
+    float sc[kCols];
     CUTE_UNROLL
-    for (int c = 0; c < 8; ++c) sc[c] = smem.scale[b][2 * quad + (c & 1) + 8 * (c >> 1)];
+    for (int c = 0; c < kCols; ++c) sc[c] = smem.scale[b][2 * quad + (c & 1) + 8 * (c >> 1)];
     bool rescale = false;
     CUTE_UNROLL
-    for (int c = 0; c < 8; ++c) rescale |= sc[c] != 1.f;
+    for (int c = 0; c < kCols; ++c) rescale |= sc[c] != 1.f;
     if (__any_sync(0xffffffffu, rescale)) {
       CUTE_UNROLL
       for (int mt = 0; mt < size<1>(acc); ++mt) CUTE_UNROLL
