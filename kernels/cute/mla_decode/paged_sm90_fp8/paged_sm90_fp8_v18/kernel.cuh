@@ -72,7 +72,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
   // 128 (kFirstGroup + mt / 2) + dim0 + 2 (mt % 2) + v1 (v1: the fragment's row half, dim0 = 32 warp +
   // 4 (lane / 4)) of tokens 32 ks + 16 v2 + 2 (lane % 4) + {0, 1, 8, 9} (token_at).
 
-  // Page V of the page staged in `slot` for groups kFirstGroup, kFirstGroup + 1 into `tArV`; tokens at
+  // V of the page staged in `slot` for groups kFirstGroup, kFirstGroup + 1 into `tArV`; tokens at
   // or past `valid` read 0 (they may hold NaN codes, and 0 * NaN is NaN in the tensor core). Not fenced.
   template <int kFirstGroup, class FragV>
   CUTE_DEVICE static void load_v(const SharedStorage& smem, int slot, int valid, int quad, int dim0,
