@@ -1,5 +1,5 @@
 #pragma once
-// The parts of the FP8-tensor-core MLA designs (paged_sm90_fp8 v2-v4, v9-v13, v17) that sit outside
+// The parts of the FP8-tensor-core MLA designs (paged_sm90_fp8 v2-v4, v9-v13, v17, v18) that sit outside
 // the S owner's page loop: the kernel's entry (barriers, roles, setmaxnreg), the producer thread
 // that stages pages, Q's e4m3 codes, the issue of S and of a warpgroup's P V, and warpgroup 0's V^T
 // transposer and its page loop. A design's Kernel derives from TensorCoreKernel<T, Kernel> and
@@ -363,7 +363,8 @@ struct TensorCoreKernel {
     cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
   }
 
-  // --- the O^T designs (v13, v17: at most T::kRows live rows, spread; O^T = V^T P^T in warpgroup 0) ---
+  // --- the O^T designs (v13, v17: at most T::kRows live rows, spread; O^T = V^T P^T in warpgroup 0;
+  // v18 uses rescale_ot_columns and the multiply loop at 64 rows) ---
 
   // The S owner's pages [first, end) of a piece: S of page g + 1 issued before page g's P^T is
   // published and waited for after it; `g` counts the part's pages (the publish reads it).

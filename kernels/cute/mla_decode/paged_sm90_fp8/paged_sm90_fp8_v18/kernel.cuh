@@ -264,9 +264,9 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     const auto times_factor = [&](FragS& frag, int slot, int f) CUTLASS_LAMBDA_FUNC_INLINE {
       warpgroup_fence_operand(frag);
       const float* factors = smem.s_factors[slot][f];
+      // Columns col0 + 8 k + {0, 1}: accumulators 4 k + {0, 1} (row r0) and 4 k + {2, 3} (row r0 + 8).
       CUTE_UNROLL
-      for (int k = 0; k < 8;
-           ++k) {  // columns col0 + 8 k + {0, 1}: accumulators 4 k + {0, 1} (row r0), + 2 (r0 + 8)
+      for (int k = 0; k < 8; ++k) {
         const float2 x = *reinterpret_cast<const float2*>(factors + col0 + 8 * k);
         frag(4 * k) *= x.x;
         frag(4 * k + 1) *= x.y;
@@ -340,8 +340,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       const auto softmax_and_publish = [&](int page, int gg) CUTLASS_LAMBDA_FUNC_INLINE {
         const int slot = gg % T::kStages;
         const int b = gg & 1;
-        // The valid count from the request's length: read from stage_valid by lanes whose release lane 0
-        // makes, racecheck saw the producer's next write as a WAR hazard.
+        // The valid count from the request's length: read from stage_valid (the warp's release by lane 0),
+        // racecheck reported the producer's next write of it as a WAR hazard.
         load_v<kFirstOwnGroup>(smem, slot, seqlen - page * kBlockN, quad, dim0, tArV);
         // S and this warp's V loads are done with the slot: the next TMA copy may refill it
         // (docs/knowledge/anti-patterns/generic-reads-released-to-tma-without-proxy-fence.md).
@@ -381,8 +381,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
           CUTE_UNROLL
           for (int kb = 0; kb < 2; ++kb) CUTE_UNROLL
           for (int hi = 0; hi < 2; ++hi) {
-            // Columns col0 + {0, 1} + 8 (4 kb + 2 hi + {0, 1}): accumulators j + {0, 1, 4, 5} (+ 2 for r0 +
-            // 8).
+            // Columns col0 + {0, 1} + 8 (4 kb + 2 hi + {0, 1}): accumulators j + {0, 1, 4, 5} (row r0), and
+            // the same + 2 (row r0 + 8).
             const int j = 4 * (4 * kb + 2 * hi);
             float4 s[4];  // their four group scales (0 past the valid tokens)
             CUTE_UNROLL
