@@ -499,48 +499,58 @@ struct TensorCoreKernel {
   }
 
   // A finished piece's O^T rows of this thread into out (or its partial rows): packed rows
-  // 2 quad + (c & 1) + 8 (c >> 1), c < 8. Waits for the owner's row state (publish_piece_state, by
-  // accumulator row), reads it and `out_scale_of(state slot)` (the output factor: a constant, or what
-  // the owner published beside the state), releases the slot; then each live row's 16 values
-  // (`row_values(c, inv, v)`, inv its factor) go out as kRuns runs of 16 / kRuns dims, run r at dims
-  // dim0 + r x T::kLatentChunk; lse by warp 0's lanes 0-3.
-  template <int kRuns, class OutScale, class RowValues>
+  // row0 + 2 quad + (c & 1) + 8 (c >> 1), c < kCols (8 at O^T's N = 32, 16 at 64) of KV head `kv_head`.
+  // Waits for the owner's row state (publish_piece_state, by accumulator row), reads it and
+  // `out_scale_of(state slot)` (the output factor: a constant, or what the owner published beside the
+  // state); kLeader: this warpgroup releases the slot and writes lse (by warp 0's lanes 0-3); any other
+  // reader orders its reads before the owner's next write itself. Then each live row's kValues values
+  // (`row_values(c, inv, v)`, inv its factor) go out as kRuns runs of kValues / kRuns dims, run r at dims
+  // dim0 + r x T::kLatentChunk. At 16 rows a thread the state is read row by row and the slot released
+  // after the writes (held in registers beside a 128-register O^T it spilled).
+  template <int kRuns, int kCols = 8, int kValues = 16, bool kLeader = true, class OutScale, class RowValues>
   CUTE_DEVICE static void write_ot_rows(const Params& p, SharedStorage& smem, int req, int piece, int quad,
-                                        int dim0, OutScale&& out_scale_of, RowValues&& row_values) {
-    constexpr int kRun = 16 / kRuns;
+                                        int dim0, int kv_head, int row0, OutScale&& out_scale_of,
+                                        RowValues&& row_values) {
+    constexpr int kRun = kValues / kRuns;
     static_assert(kRun == 16 || kRun == 4);
+    constexpr bool kStateFirst = kCols == 8;
     const int slot_state = piece & 1;
     SignalBarrier::wait(&smem.final_ready[slot_state], (piece >> 1) & 1);
-    float row_max[8], row_sum[8];
-    CUTE_UNROLL
-    for (int c = 0; c < 8; ++c) {
+    const auto state_of = [&](int c, float& row_max, float& row_sum) CUTLASS_LAMBDA_FUNC_INLINE {
       const int acc_row = paged_sm90_fp8::accumulator_row<kBlockM, true>(2 * quad + (c & 1) + 8 * (c >> 1));
-      row_max[c] = smem.final_max[slot_state][acc_row];
-      row_sum[c] = smem.final_sum[slot_state][acc_row];
+      row_max = smem.final_max[slot_state][acc_row];
+      row_sum = smem.final_sum[slot_state][acc_row];
+    };
+    float row_max[kStateFirst ? kCols : 1], row_sum[kStateFirst ? kCols : 1];
+    if constexpr (kStateFirst) {
+      CUTE_UNROLL
+      for (int c = 0; c < kCols; ++c) state_of(c, row_max[c], row_sum[c]);
     }
     const float out_scale = out_scale_of(slot_state);
-    SignalBarrier::arrive(&smem.final_read[slot_state]);
+    if constexpr (kLeader && kStateFirst) SignalBarrier::arrive(&smem.final_read[slot_state]);
 
     const paged_sm90::PieceRequest request{p.schedule.requests[req], p.seqlens[req]};
     const bool split = request.split.num_splits > 1;
     const int slot = request.split.split_offset + static_cast<int>(blockIdx.y) - request.split.first_part;
     const bool stale = paged_sm90::stale_piece(p, request);
-    const bool writes_lse = threadIdx.x % 128 < 4;
+    const bool writes_lse = kLeader && threadIdx.x % 128 < 4;
     CUTE_UNROLL
-    for (int c = 0; c < 8; ++c) {
-      const int packed = 2 * quad + (c & 1) + 8 * (c >> 1);
+    for (int c = 0; c < kCols; ++c) {
+      const int packed = row0 + 2 * quad + (c & 1) + 8 * (c >> 1);
+      const int k = kStateFirst ? c : 0;
+      if constexpr (!kStateFirst) state_of(c, row_max[0], row_sum[0]);
       if (packed >= p.rows_per_head) continue;
-      const auto [inv, lse] = paged_sm90::finish_row(row_max[c], row_sum[c], stale, split, out_scale);
-      float v[16];
+      const auto [inv, lse] = paged_sm90::finish_row(row_max[k], row_sum[k], stale, split, out_scale);
+      float v[kValues];
       row_values(c, inv, v);
       if (!split) {
         int s = 0, head = 0;
-        paged_sm90::row_coords(p, packed, Derived::kv_head(), s, head);
+        paged_sm90::row_coords(p, packed, kv_head, s, head);
         Element* dst = static_cast<Element*>(p.out) +
                        ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * T::kHeadDimV + dim0;
-        std::uint32_t w[8];
+        std::uint32_t w[kValues / 2];
         CUTE_UNROLL
-        for (int k = 0; k < 8; ++k) {
+        for (int k = 0; k < kValues / 2; ++k) {
           const cute::array<Element, 2> pair{static_cast<Element>(v[2 * k]),
                                              static_cast<Element>(v[2 * k + 1])};
           w[k] = reinterpret_cast<const std::uint32_t&>(pair);
@@ -556,16 +566,90 @@ struct TensorCoreKernel {
         if (writes_lse) p.lse[(static_cast<int64_t>(req) * p.h_q + head) * p.s_q + s] = lse;
       } else {
         const int64_t slot_row =
-            (static_cast<int64_t>(slot) * p.h_kv + Derived::kv_head()) * p.partials.rows_per_head + packed;
+            (static_cast<int64_t>(slot) * p.h_kv + kv_head) * p.partials.rows_per_head + packed;
         float* dst = static_cast<float*>(p.partials.out) + slot_row * T::kHeadDimV + dim0;
         CUTE_UNROLL
-        for (int k = 0; k < 4; ++k) {  // four dims at dim0 + 4 k (one run) or at run k's start
+        for (int k = 0; k < kValues / 4; ++k) {  // four dims at dim0 + 4 k (one run) or at run k's start
           float* four = kRun == 16 ? dst + 4 * k : dst + k * T::kLatentChunk;
           *reinterpret_cast<float4*>(four) = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
         }
         if (writes_lse) p.partials.lse[slot_row] = lse;
       }
     }
+    if constexpr (kLeader && !kStateFirst) SignalBarrier::arrive(&smem.final_read[slot_state]);
+  }
+
+  // V of the page staged in `slot` for scale groups kFirstGroup .. kFirstGroup + kCount - 1 into `tArV`
+  // (an O^T A fragment of 2 kCount M tiles, two a group): M tile mt, k-step ks of this thread hold dims
+  // 128 (kFirstGroup + mt / 2) + dim0 + 2 (mt % 2) + v1 (v1: the fragment's row half; dim0 = 32 warp +
+  // 4 (lane / 4)) of tokens 32 ks + 16 v2 + 2 quad + {0, 1, 8, 9} (token_at): one 4-byte load per token
+  // and group, one 4 x 4 byte transpose per four tokens. Tokens at or past `valid` read 0 (they may hold
+  // NaN codes, and 0 * NaN is NaN in the tensor core). Not fenced.
+  template <int kFirstGroup, int kCount, class FragV>
+  CUTE_DEVICE static void load_v_groups(const SharedStorage& smem, int slot, int valid, int quad, int dim0,
+                                        FragV& tArV) {
+    constexpr std::uint32_t kSelA = pair_selector(0, 1), kSelB = pair_selector(2, 3);
+    std::uint32_t* a_regs = reinterpret_cast<std::uint32_t*>(cute::raw_pointer_cast(tArV.data()));
+    const std::uint32_t src = cute::cast_smem_ptr_to_uint(smem.stage[0]) + slot * T::kStageBytes;
+    // Byte offset of this thread's 4 bytes of token row t in group gr's chunk (128-byte swizzle: the
+    // 16-byte unit dim0 / 16 moves with t % 8; conflict-free for a warp).
+    const auto v_offset = [&](int gr, int t) CUTLASS_LAMBDA_FUNC_INLINE {
+      return static_cast<std::uint32_t>(gr * T::kLatentChunkBytes + t * 128 +
+                                        ((((dim0 >> 4) ^ (t % 8)) << 4) | (dim0 & 15)));
+    };
+    CUTE_UNROLL
+    for (int ks = 0; ks < 2; ++ks) CUTE_UNROLL
+    for (int v2 = 0; v2 < 2; ++v2) CUTE_UNROLL
+    for (int gl = 0; gl < kCount; ++gl) {
+      std::uint32_t w[4];  // tokens 32 ks + 16 v2 + 2 quad + {0, 1, 8, 9}
+      CUTE_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        const int t = 32 * ks + 16 * v2 + 2 * quad + (i & 1) + 8 * (i >> 1);
+        w[i] = ld_shared_32(src + v_offset(kFirstGroup + gl, t));
+        if (valid < kBlockN && t >= valid) w[i] = 0u;
+      }
+      std::uint32_t cols[4];
+      transpose4x4(w[0], w[1], w[2], w[3], kSelA, kSelB, cols);
+      CUTE_UNROLL
+      for (int jj = 0; jj < 4; ++jj) {  // dim dim0 + jj of the group: M tile 2 gl + jj / 2, row half jj % 2
+        const int mt = 2 * gl + jj / 2;
+        a_regs[(jj % 2) + 2 * v2 + 4 * mt + 8 * kCount * ks] = cols[jj];
+      }
+    }
+  }
+
+  // O^T of groups kFirstGroup .. kFirstGroup + kCount - 1 (M tiles 2 g and 2 g + 1 of each: load_v_groups'
+  // fragment) += V^T P^T, each group times its own P^T tile of buffer b (T::SmemLayoutPT, T::kPTBytes
+  // apart); inside the caller's warpgroup_arrive / commit.
+  template <int kFirstGroup, int kCount, class Mma, class ThrMma, class FragV, class FragO>
+  CUTE_DEVICE static void issue_ot_groups(Mma& mma, const ThrMma& thr, const FragV& tArV, FragO& acc,
+                                          SharedStorage& smem, int b) {
+    using namespace cute;
+    mma.accumulate_ = GMMA::ScaleOut::One;
+    CUTE_UNROLL
+    for (int gl = 0; gl < kCount; ++gl) {
+      Tensor tBsP = thr.partition_B(make_tensor(
+          make_smem_ptr(reinterpret_cast<Code*>(sm90::opaque(smem.p[b]) + (kFirstGroup + gl) * T::kPTBytes)),
+          typename T::SmemLayoutPT{}));
+      Tensor tBrP = thr.make_fragment_B(tBsP);  // (MMA,1,2)
+      CUTE_UNROLL
+      for (int ks = 0; ks < size<2>(tArV); ++ks) CUTE_UNROLL
+      for (int h = 0; h < 2; ++h)
+        cute::gemm(mma, tArV(_, 2 * gl + h, ks), tBrP(_, 0, ks), acc(_, 2 * gl + h, 0));
+    }
+  }
+
+  // The sigma warp's step for a page whose valid scales' largest is m (v17, v18): the piece's running
+  // sigma and P^T's unit sigma' (sigma, at least 2^-100, so that P x 2^8 / sigma' stays finite; 1 while
+  // every scale of the piece is 0: P^T is 0 then, and so is O^T) move on; returns O^T's factor
+  // sigma'_old / sigma'_new (0 when sigma leaves 0, 1 when it does not move).
+  CUTE_DEVICE static float advance_sigma(float m, float& sigma, float& unit) {
+    const float sigma_new = fmaxf(sigma, m);
+    const float unit_new = sigma_new > 0.f ? fmaxf(sigma_new, 0x1p-100f) : 1.f;
+    const float factor = sigma_new > sigma ? (sigma > 0.f ? unit / unit_new : 0.f) : 1.f;
+    sigma = sigma_new;
+    unit = unit_new;
+    return factor;
   }
 
   // Q's last kQRegisterSteps latent k-steps from the codes in shared memory into the S owner's RS

@@ -250,7 +250,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
   CUTE_DEVICE static void write_piece(const Params& p, SharedStorage& smem, int req, int piece, int quad,
                                       int d0, const FragO& acc, float out_scale) {
     Base::template write_ot_rows<1>(
-        p, smem, req, piece, quad, d0, [&](int) CUTLASS_LAMBDA_FUNC_INLINE { return out_scale; },
+        p, smem, req, piece, quad, d0, kv_head(), 0,
+        [&](int) CUTLASS_LAMBDA_FUNC_INLINE { return out_scale; },
         [&](int c, float inv, float(&v)[16]) CUTLASS_LAMBDA_FUNC_INLINE {
           CUTE_UNROLL
           for (int dd = 0; dd < 16; ++dd) v[dd] = acc((c & 1) + 2 * (dd & 1) + 4 * (c >> 1), dd / 2, 0) * inv;

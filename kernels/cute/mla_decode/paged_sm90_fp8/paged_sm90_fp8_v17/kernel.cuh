@@ -278,13 +278,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         }
         CUTE_UNROLL
         for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-        // P^T's unit sigma': sigma, at least 2^-100 (P x 2^8 / sigma' stays finite), 1 while every
-        // scale of the piece is 0 (P^T is 0 then, and so is O^T: the factor is 0 when sigma leaves 0).
-        const float sigma_new = fmaxf(sigma, m);
-        const float unit_new = sigma_new > 0.f ? fmaxf(sigma_new, 0x1p-100f) : 1.f;
-        const float factor = sigma_new > sigma ? (sigma > 0.f ? unit / unit_new : 0.f) : 1.f;
-        sigma = sigma_new;
-        unit = unit_new;
+        const float factor = Base::advance_sigma(m, sigma, unit);  // P^T's unit sigma' moves on
         // The warp's reads, then the slot's release to the next TMA copy; the record before
         // sigma_ready, once the owner's lanes that read the slot's previous record released the slot.
         cutlass::arch::fence_view_async_shared();
@@ -321,42 +315,13 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     Tensor tArV =
         make_tensor<Code>(partition_shape_A(mma, Shape<Int<T::kHeadDimV>, Int<kBlockN>>{}));  // (MMA,8,2)
     static_assert(size(acc) == 128 && size(tArV) == 256);
-    std::uint32_t* a_regs = reinterpret_cast<std::uint32_t*>(raw_pointer_cast(tArV.data()));
-    constexpr std::uint32_t kSelA = codes::pair_selector(0, 1), kSelB = codes::pair_selector(2, 3);
-    // Byte offset of this thread's 4 bytes of token row t in group g's chunk of a staged slot
-    // (128-byte swizzle: the 16-byte unit dim0 / 16 moves with t % 8; conflict-free for a warp).
-    const std::uint32_t stage0 = cute::cast_smem_ptr_to_uint(smem.stage[0]);
-    const auto v_offset = [&](int gr, int t) CUTLASS_LAMBDA_FUNC_INLINE {
-      return static_cast<std::uint32_t>(gr * T::kLatentChunkBytes + t * 128 +
-                                        ((((dim0 >> 4) ^ (t % 8)) << 4) | (dim0 & 15)));
-    };
 
-    // Page g's V (slot g % 3) into the A registers; tokens at or past the valid count read 0
-    // (they may hold NaN codes, and 0 * NaN is NaN in the tensor core). Frees the slot.
+    // Page g's V (slot g % 3) into the A registers (Base::load_v_groups, every group). Frees the slot.
     const auto load_v = [&](int gg) CUTLASS_LAMBDA_FUNC_INLINE {
       const int slot = gg % T::kStages;
       SignalBarrier::wait(&smem.stage_full[slot], (gg / T::kStages) & 1);
       const int valid = smem.stage_valid[slot];
-      const std::uint32_t src = stage0 + slot * T::kStageBytes;
-      CUTE_UNROLL
-      for (int ks = 0; ks < 2; ++ks) CUTE_UNROLL
-      for (int v2 = 0; v2 < 2; ++v2) CUTE_UNROLL
-      for (int gr = 0; gr < kGroups; ++gr) {
-        std::uint32_t w[4];  // tokens 32 ks + 16 v2 + 2 quad + {0, 1, 8, 9}
-        CUTE_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          const int t = 32 * ks + 16 * v2 + 2 * quad + (i & 1) + 8 * (i >> 1);
-          w[i] = codes::ld_shared_32(src + v_offset(gr, t));
-          if (valid < kBlockN && t >= valid) w[i] = 0u;
-        }
-        std::uint32_t cols[4];
-        codes::transpose4x4(w[0], w[1], w[2], w[3], kSelA, kSelB, cols);
-        CUTE_UNROLL
-        for (int jj = 0; jj < 4; ++jj) {  // dim dim0 + jj of group gr: M tile 2 gr + jj / 2, row half jj % 2
-          const int mt = 2 * gr + jj / 2;
-          a_regs[(jj % 2) + 2 * v2 + 4 * mt + 32 * ks] = cols[jj];
-        }
-      }
+      Base::template load_v_groups<0, kGroups>(smem, slot, valid, quad, dim0, tArV);
       // The loads, then the slot's release to the next TMA copy
       // (docs/knowledge/anti-patterns/generic-reads-released-to-tma-without-proxy-fence.md).
       cutlass::arch::fence_view_async_shared();
@@ -365,18 +330,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
 
     // Each group's two O^T tiles times that group's P^T.
     const auto issue_ot = [&](int b) CUTLASS_LAMBDA_FUNC_INLINE {
-      mma.accumulate_ = GMMA::ScaleOut::One;
-      CUTE_UNROLL
-      for (int gr = 0; gr < kGroups; ++gr) {
-        Tensor tBsP = thr.partition_B(
-            make_tensor(make_smem_ptr(reinterpret_cast<Code*>(sm90::opaque(smem.p[b]) + gr * T::kPTBytes)),
-                        typename T::SmemLayoutPT{}));
-        Tensor tBrP = thr.make_fragment_B(tBsP);  // (MMA,1,2)
-        CUTE_UNROLL
-        for (int ks = 0; ks < size<2>(tArV); ++ks) CUTE_UNROLL
-        for (int h = 0; h < 2; ++h)
-          cute::gemm(mma, tArV(_, 2 * gr + h, ks), tBrP(_, 0, ks), acc(_, 2 * gr + h, 0));
-      }
+      Base::template issue_ot_groups<0, kGroups>(mma, thr, tArV, acc, smem, b);
     };
 
     const auto hint = Base::request_hint(p);
@@ -397,7 +351,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
   CUTE_DEVICE static void write_piece(const Params& p, SharedStorage& smem, int req, int piece, int quad,
                                       int dim0, const FragO& acc) {
     Base::template write_ot_rows<kGroups>(
-        p, smem, req, piece, quad, dim0,
+        p, smem, req, piece, quad, dim0, kv_head(), 0,
         [&](int slot) CUTLASS_LAMBDA_FUNC_INLINE { return smem.final_sigma[slot] / T::kPScale; },
         [&](int c, float inv, float(&v)[16]) CUTLASS_LAMBDA_FUNC_INLINE {
           CUTE_UNROLL  // v[dd]: dim 128 (dd / 4) + dim0 + dd % 4

@@ -67,131 +67,24 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     return sm90::opaque(static_cast<int>(blockIdx.x)) % p.m_tiles;
   }
 
-  // --- both consumer warpgroups: V into the A registers, O^T = V^T P^T of two groups, out ---------
-  // v17's register map over two groups: M tile mt, k-step ks of this thread hold dims
-  // 128 (kFirstGroup + mt / 2) + dim0 + 2 (mt % 2) + v1 (v1: the fragment's row half, dim0 = 32 warp +
-  // 4 (lane / 4)) of tokens 32 ks + 16 v2 + 2 (lane % 4) + {0, 1, 8, 9} (token_at).
-
-  // V of the page staged in `slot` for groups kFirstGroup, kFirstGroup + 1 into `tArV`; tokens at
-  // or past `valid` read 0 (they may hold NaN codes, and 0 * NaN is NaN in the tensor core). Not fenced.
-  template <int kFirstGroup, class FragV>
-  CUTE_DEVICE static void load_v(const SharedStorage& smem, int slot, int valid, int quad, int dim0,
-                                 FragV& tArV) {
-    constexpr std::uint32_t kSelA = codes::pair_selector(0, 1), kSelB = codes::pair_selector(2, 3);
-    std::uint32_t* a_regs = reinterpret_cast<std::uint32_t*>(cute::raw_pointer_cast(tArV.data()));
-    const std::uint32_t src = cute::cast_smem_ptr_to_uint(smem.stage[0]) + slot * T::kStageBytes;
-    // Byte offset of this thread's 4 bytes of token row t in group gr's chunk (128-byte swizzle).
-    const auto v_offset = [&](int gr, int t) CUTLASS_LAMBDA_FUNC_INLINE {
-      return static_cast<std::uint32_t>(gr * T::kLatentChunkBytes + t * 128 +
-                                        ((((dim0 >> 4) ^ (t % 8)) << 4) | (dim0 & 15)));
-    };
-    CUTE_UNROLL
-    for (int ks = 0; ks < 2; ++ks) CUTE_UNROLL
-    for (int v2 = 0; v2 < 2; ++v2) CUTE_UNROLL
-    for (int gl = 0; gl < kOwnGroups; ++gl) {
-      std::uint32_t w[4];  // tokens 32 ks + 16 v2 + 2 quad + {0, 1, 8, 9}
-      CUTE_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        const int t = 32 * ks + 16 * v2 + 2 * quad + (i & 1) + 8 * (i >> 1);
-        w[i] = codes::ld_shared_32(src + v_offset(kFirstGroup + gl, t));
-        if (valid < kBlockN && t >= valid) w[i] = 0u;
-      }
-      std::uint32_t cols[4];
-      codes::transpose4x4(w[0], w[1], w[2], w[3], kSelA, kSelB, cols);
-      CUTE_UNROLL
-      for (int jj = 0; jj < 4; ++jj) {  // dim dim0 + jj of the group: M tile 2 gl + jj / 2, row half jj % 2
-        const int mt = 2 * gl + jj / 2;
-        a_regs[(jj % 2) + 2 * v2 + 4 * mt + 16 * ks] = cols[jj];
-      }
-    }
-  }
-
-  // O^T of groups kFirstGroup, kFirstGroup + 1 += V^T P^T of P^T buffer b (inside the caller's
-  // warpgroup_arrive / commit).
-  template <int kFirstGroup, class Mma, class ThrMma, class FragV, class FragO>
-  CUTE_DEVICE static void issue_ot(Mma& mma, const ThrMma& thr, const FragV& tArV, FragO& acc,
-                                   SharedStorage& smem, int b) {
-    using namespace cute;
-    mma.accumulate_ = GMMA::ScaleOut::One;
-    CUTE_UNROLL
-    for (int gl = 0; gl < kOwnGroups; ++gl) {
-      Tensor tBsP = thr.partition_B(make_tensor(
-          make_smem_ptr(reinterpret_cast<Code*>(sm90::opaque(smem.p[b]) + (kFirstGroup + gl) * T::kPTBytes)),
-          typename T::SmemLayoutPT{}));
-      Tensor tBrP = thr.make_fragment_B(tBsP);  // (MMA,1,2)
-      CUTE_UNROLL
-      for (int ks = 0; ks < 2; ++ks) CUTE_UNROLL
-      for (int h = 0; h < 2; ++h)
-        cute::gemm(mma, tArV(_, 2 * gl + h, ks), tBrP(_, 0, ks), acc(_, 2 * gl + h, 0));
-    }
-  }
-
+  // --- both consumer warpgroups: O^T of two scale groups (Base::load_v_groups, issue_ot_groups), out ----
   // A finished piece's O^T of groups kFirstGroup, kFirstGroup + 1 into out (or its partial rows): this
-  // thread's packed rows 2 quad + (c & 1) + 8 (c >> 1) (c < 16) of the tile, each with dims
-  // 128 g + dim0 .. + 3 of its two groups g. Waits for the owner's row state; warpgroup 0 releases the
-  // slot and writes lse (its threads 0-3 hold every row).
+  // thread's 16 packed rows of the tile, each with dims 128 g + dim0 .. + 3 of both groups
+  // (Base::write_ot_rows); the output factor is the owner's sigma' of the piece's last page over 2^8.
+  // Warpgroup 0 releases the row state and writes lse; the owner's reads are ordered before its next
+  // write by its piece-start barrier.
   template <int kFirstGroup, class FragO>
   CUTE_DEVICE static void write_piece(const Params& p, SharedStorage& smem, int req, int piece, int quad,
                                       int dim0, const FragO& acc) {
-    const int slot_state = piece & 1;
-    SignalBarrier::wait(&smem.final_ready[slot_state], (piece >> 1) & 1);
-    write_rows<kFirstGroup>(p, smem, req, slot_state, quad, dim0, smem.final_sigma[slot_state] / T::kPScale,
-                            acc);
-    // The owner's reads of this slot are ordered before its next write by its piece-start barrier.
-    if constexpr (kFirstGroup == 0) SignalBarrier::arrive(&smem.final_read[slot_state]);
-  }
-
-  // write_piece's rows, the row state (final_max / final_sum of `slot_state`) read and complete;
-  // `out_scale` the output factor (sigma' / 2^8). Warpgroup 0's threads 0-3 (every row) write lse.
-  template <int kFirstGroup, class FragO>
-  CUTE_DEVICE static void write_rows(const Params& p, const SharedStorage& smem, int req, int slot_state,
-                                     int quad, int dim0, float out_scale, const FragO& acc) {
-    const int kv_head = kv_head_of(p), m_tile = m_tile_of(p);
-    const paged_sm90::PieceRequest request{p.schedule.requests[req], p.seqlens[req]};
-    const bool split = request.split.num_splits > 1;
-    const int slot = request.split.split_offset + static_cast<int>(blockIdx.y) - request.split.first_part;
-    const bool stale = paged_sm90::stale_piece(p, request);
-    const bool writes_lse = kFirstGroup == 0 && threadIdx.x % 128 < 4;
-    CUTE_UNROLL
-    for (int c = 0; c < 16; ++c) {
-      const int local = 2 * quad + (c & 1) + 8 * (c >> 1);
-      const int acc_row = paged_sm90_fp8::accumulator_row<kBlockM, true>(local);
-      const float row_max = smem.final_max[slot_state][acc_row];
-      const float row_sum = smem.final_sum[slot_state][acc_row];
-      const int packed = m_tile * kBlockM + local;
-      if (packed >= p.rows_per_head) continue;
-      const auto [inv, lse] = paged_sm90::finish_row(row_max, row_sum, stale, split, out_scale);
-      float v[8];  // v[dd]: dim 128 (kFirstGroup + dd / 4) + dim0 + dd % 4
-      CUTE_UNROLL
-      for (int dd = 0; dd < 8; ++dd) v[dd] = acc((c & 1) + 2 * (dd & 1) + 4 * (c >> 1), dd / 2, 0) * inv;
-      if (!split) {
-        int s = 0, head = 0;
-        paged_sm90::row_coords(p, packed, kv_head, s, head);
-        Element* dst = static_cast<Element*>(p.out) +
-                       ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * T::kHeadDimV + dim0;
-        CUTE_UNROLL
-        for (int r = 0; r < 2; ++r) {
-          std::uint32_t w[2];
-          CUTE_UNROLL
-          for (int k = 0; k < 2; ++k) {
-            const cute::array<Element, 2> pair{static_cast<Element>(v[4 * r + 2 * k]),
-                                               static_cast<Element>(v[4 * r + 2 * k + 1])};
-            w[k] = reinterpret_cast<const std::uint32_t&>(pair);
-          }
-          *reinterpret_cast<uint2*>(dst + (kFirstGroup + r) * T::kLatentChunk) = make_uint2(w[0], w[1]);
-        }
-        if (writes_lse) p.lse[(static_cast<int64_t>(req) * p.h_q + head) * p.s_q + s] = lse;
-      } else {
-        const int64_t slot_row =
-            (static_cast<int64_t>(slot) * p.h_kv + kv_head) * p.partials.rows_per_head + packed;
-        float* dst = static_cast<float*>(p.partials.out) + slot_row * T::kHeadDimV + dim0;
-        CUTE_UNROLL
-        for (int r = 0; r < 2; ++r)
-          *reinterpret_cast<float4*>(dst + (kFirstGroup + r) * T::kLatentChunk) =
-              make_float4(v[4 * r], v[4 * r + 1], v[4 * r + 2], v[4 * r + 3]);
-        if (writes_lse) p.partials.lse[slot_row] = lse;
-      }
-    }
+    Base::template write_ot_rows<kOwnGroups, 16, 8, kFirstGroup == 0>(
+        p, smem, req, piece, quad, dim0 + kFirstGroup * T::kLatentChunk, kv_head_of(p),
+        m_tile_of(p) * kBlockM,
+        [&](int slot) CUTLASS_LAMBDA_FUNC_INLINE { return smem.final_sigma[slot] / T::kPScale; },
+        [&](int c, float inv, float(&v)[8]) CUTLASS_LAMBDA_FUNC_INLINE {
+          CUTE_UNROLL  // v[dd]: dim 128 (kFirstGroup + dd / 4) + dim0 + dd % 4
+              for (int dd = 0; dd < 8; ++dd) v[dd] =
+                  acc((c & 1) + 2 * (dd & 1) + 4 * (c >> 1), dd / 2, 0) * inv;
+        });
   }
 
   // --- warpgroup 1: Q, S, the softmax, P^T per group, O^T of groups 2-3 ---------------------------
@@ -342,7 +235,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         const int b = gg & 1;
         // The valid count from the request's length: read from stage_valid (the warp's release by lane 0),
         // racecheck reported the producer's next write of it as a WAR hazard.
-        load_v<kFirstOwnGroup>(smem, slot, seqlen - page * kBlockN, quad, dim0, tArV);
+        Base::template load_v_groups<kFirstOwnGroup, kOwnGroups>(smem, slot, seqlen - page * kBlockN, quad,
+                                                                 dim0, tArV);
         // S and this warp's V loads are done with the slot: the next TMA copy may refill it
         // (docs/knowledge/anti-patterns/generic-reads-released-to-tma-without-proxy-fence.md).
         cutlass::arch::fence_view_async_shared();
@@ -427,7 +321,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         warpgroup_fence_operand(acc);
         warpgroup_fence_operand(tArV);
         warpgroup_arrive();
-        issue_ot<kFirstOwnGroup>(mma_ot, thr_ot, tArV, acc, smem, b);
+        Base::template issue_ot_groups<kFirstOwnGroup, kOwnGroups>(mma_ot, thr_ot, tArV, acc, smem, b);
         warpgroup_commit_batch();
       };
       const auto ot_done = [&](int gg) CUTLASS_LAMBDA_FUNC_INLINE {
@@ -469,12 +363,6 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
   // (amax / 448), and its 64 RoPE values in bf16 divided by that scale (1 for a zero row); padded rows:
   // codes 0, scale 0. Eight threads a row, two passes of 16 rows in flight at once. Fenced for wgmma.
   CUTE_DEVICE static void load_q(const Params& p, SharedStorage& smem, int req, int m_tile, int thread) {
-    load_q_rows<kBlockM / 32>(p, smem, req, m_tile, 0, thread);
-  }
-  // The tile's packed rows first .. first + 32 kPairs - 1 as load_q writes them (128 threads).
-  template <int kPairs>
-  CUTE_DEVICE static void load_q_rows(const Params& p, SharedStorage& smem, int req, int m_tile, int first,
-                                      int thread) {
     constexpr int kUnits = T::kHeadDimQK / 64;     // 16-byte units of q per thread and row
     constexpr int kCodeUnits = T::kHeadDimV / 64;  // the latent ones
     const int j = thread % 8;
@@ -484,12 +372,12 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       return static_cast<std::uint32_t>(T::kRopeOffset + r * 128 + ((j ^ (r % 8)) << 4));
     };
     CUTE_UNROLL
-    for (int pair = 0; pair < kPairs; ++pair) {
+    for (int pair = 0; pair < kBlockM / 32; ++pair) {
       uint4 v[2][kUnits];
       bool live[2];
       CUTE_UNROLL
       for (int k = 0; k < 2; ++k) {
-        const int local = first + thread / 8 + 16 * (2 * pair + k);
+        const int local = thread / 8 + 16 * (2 * pair + k);
         const int packed = m_tile * kBlockM + local;
         live[k] = packed < p.rows_per_head;
         const Element* src = paged_sm90::q_row<Element>(p, req, kv_head, live[k] ? packed : 0);
@@ -499,7 +387,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       }
       CUTE_UNROLL
       for (int k = 0; k < 2; ++k) {
-        const int local = first + thread / 8 + 16 * (2 * pair + k);
+        const int local = thread / 8 + 16 * (2 * pair + k);
         const int row = paged_sm90_fp8::accumulator_row<kBlockM, true>(local);
         const float amax = Base::template bf16_row_amax<kCodeUnits>(v[k]);
         Base::template store_q_codes<kCodeUnits>(q_base, row, j, v[k], amax > 0.f ? 448.f / amax : 0.f);
@@ -521,14 +409,6 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
   // grows), and copies of its valid tokens' scales and of S's factors (lane l: tokens l and l + 32) that
   // the owner reads after it has released the slot; then the slot's release from its side.
   CUTE_DEVICE static void sigma_pages(const Params& p, SharedStorage& smem, const PartInfo& part) {
-    sigma_pages_with(p, smem, part, [](float4 s) CUTLASS_LAMBDA_FUNC_INLINE {
-      return make_float4(s.x / s.z, s.y / s.w, s.z, s.w);
-    });
-  }
-  // `factors_of(s)`: S's four factors of an owned token with scales s (0 for the others).
-  template <class FactorsOf>
-  CUTE_DEVICE static void sigma_pages_with(const Params& p, SharedStorage& smem, const PartInfo& part,
-                                           FactorsOf&& factors_of) {
     const int lane = threadIdx.x % 32;
     const std::uint32_t stage0 = cute::cast_smem_ptr_to_uint(smem.stage[0]);
     int j = 0;
@@ -553,7 +433,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
           m = fmaxf(m, fmaxf(fmaxf(s.x, s.y), fmaxf(s.z, s.w)));
           smem.token_scales[slot][t] = s;
           // Owned tokens' scales are finite and > 0 (checked mode refuses others).
-          const float4 f = t < valid ? factors_of(s) : make_float4(0.f, 0.f, 0.f, 0.f);
+          const float4 f =
+              t < valid ? make_float4(s.x / s.z, s.y / s.w, s.z, s.w) : make_float4(0.f, 0.f, 0.f, 0.f);
           smem.s_factors[slot][0][t] = f.x;
           smem.s_factors[slot][1][t] = f.y;
           smem.s_factors[slot][2][t] = f.z;
@@ -561,12 +442,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         }
         CUTE_UNROLL
         for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-        // P^T's unit sigma' as in v17: sigma, at least 2^-100, 1 while every scale of the piece is 0.
-        const float sigma_new = fmaxf(sigma, m);
-        const float unit_new = sigma_new > 0.f ? fmaxf(sigma_new, 0x1p-100f) : 1.f;
-        const float factor = sigma_new > sigma ? (sigma > 0.f ? unit / unit_new : 0.f) : 1.f;
-        sigma = sigma_new;
-        unit = unit_new;
+        const float factor = Base::advance_sigma(m, sigma, unit);  // P^T's unit sigma' moves on (v17's)
         // The warp's reads of the slot, then its release to the next TMA copy; each lane's copies (lane 0's
         // with the record) released by its own arrival.
         cutlass::arch::fence_view_async_shared();
@@ -600,11 +476,13 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     const auto load_page_v = [&](int gg) CUTLASS_LAMBDA_FUNC_INLINE {
       const int slot = gg % T::kStages;
       SignalBarrier::wait(&smem.stage_full[slot], (gg / T::kStages) & 1);
-      load_v<0>(smem, slot, smem.stage_valid[slot], quad, dim0, tArV);
+      Base::template load_v_groups<0, kOwnGroups>(smem, slot, smem.stage_valid[slot], quad, dim0, tArV);
       cutlass::arch::fence_view_async_shared();
       SignalBarrier::arrive(&smem.slot_free[slot]);
     };
-    const auto issue = [&](int b) CUTLASS_LAMBDA_FUNC_INLINE { issue_ot<0>(mma, thr, tArV, acc, smem, b); };
+    const auto issue = [&](int b) CUTLASS_LAMBDA_FUNC_INLINE {
+      Base::template issue_ot_groups<0, kOwnGroups>(mma, thr, tArV, acc, smem, b);
+    };
 
     const auto hint = Base::request_hint(p);
     int g = 0;
