@@ -643,6 +643,27 @@ struct TensorCoreKernel {
   // sigma and P^T's unit sigma' (sigma, at least 2^-100, so that P x 2^8 / sigma' stays finite; 1 while
   // every scale of the piece is 0: P^T is 0 then, and so is O^T) move on; returns O^T's factor
   // sigma'_old / sigma'_new (0 when sigma leaves 0, 1 when it does not move).
+  // The sigma warp's read of a staged page's group scales (v17, v18; `scales` the slot's scale rows):
+  // lane l's tokens l and l + 32, each token's four scales (0 past the `valid` tokens, whatever the slot
+  // holds there) given to on_token(t, s); returns the largest over the warp.
+  template <class OnToken>
+  CUTE_DEVICE static float page_scale_max(std::uint32_t scales, int valid, int lane, OnToken&& on_token) {
+    float m = 0.f;
+    CUTE_UNROLL
+    for (int k = 0; k < 2; ++k) {
+      const int t = lane + 32 * k;
+      const uint4 w = ld_shared_128(scales + t * T::kScaleRowBytes);
+      const float4 s = t < valid ? make_float4(__uint_as_float(w.x), __uint_as_float(w.y),
+                                               __uint_as_float(w.z), __uint_as_float(w.w))
+                                 : make_float4(0.f, 0.f, 0.f, 0.f);
+      m = fmaxf(m, fmaxf(fmaxf(s.x, s.y), fmaxf(s.z, s.w)));
+      on_token(t, s);
+    }
+    CUTE_UNROLL
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    return m;
+  }
+
   CUTE_DEVICE static float advance_sigma(float m, float& sigma, float& unit) {
     const float sigma_new = fmaxf(sigma, m);
     const float unit_new = sigma_new > 0.f ? fmaxf(sigma_new, 0x1p-100f) : 1.f;

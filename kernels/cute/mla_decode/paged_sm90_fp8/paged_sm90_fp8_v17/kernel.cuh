@@ -267,17 +267,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         FullBarrier::wait(&smem.stage_full[slot], (j / T::kStages) & 1);
         const int valid = seqlen - blk * kBlockN;
         const std::uint32_t scales = stage0 + slot * T::kStageBytes + T::kScaleOffset;
-        float m = 0.f;
-        CUTE_UNROLL
-        for (int k = 0; k < 2; ++k) {
-          const int t = lane + 32 * k;
-          const uint4 w = codes::ld_shared_128(scales + t * T::kScaleRowBytes);
-          if (t < valid)
-            m = fmaxf(m, fmaxf(fmaxf(__uint_as_float(w.x), __uint_as_float(w.y)),
-                               fmaxf(__uint_as_float(w.z), __uint_as_float(w.w))));
-        }
-        CUTE_UNROLL
-        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        const float m = Base::page_scale_max(scales, valid, lane, [](int, float4) {});
         const float factor = Base::advance_sigma(m, sigma, unit);  // P^T's unit sigma' moves on
         // The warp's reads, then the slot's release to the next TMA copy; the record before
         // sigma_ready, once the owner's lanes that read the slot's previous record released the slot.

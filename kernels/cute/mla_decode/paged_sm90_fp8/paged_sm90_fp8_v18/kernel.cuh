@@ -422,15 +422,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
         if (j >= T::kStages) SignalBarrier::wait(&smem.scales_free[slot], (j / T::kStages - 1) & 1);
         const int valid = seqlen - blk * kBlockN;
         const std::uint32_t scales = stage0 + slot * T::kStageBytes + T::kScaleOffset;
-        float m = 0.f;
-        CUTE_UNROLL
-        for (int k = 0; k < 2; ++k) {
-          const int t = lane + 32 * k;
-          const uint4 w = codes::ld_shared_128(scales + t * T::kScaleRowBytes);
-          float4 s = make_float4(__uint_as_float(w.x), __uint_as_float(w.y), __uint_as_float(w.z),
-                                 __uint_as_float(w.w));
-          if (t >= valid) s = make_float4(0.f, 0.f, 0.f, 0.f);
-          m = fmaxf(m, fmaxf(fmaxf(s.x, s.y), fmaxf(s.z, s.w)));
+        // Each token's scales and S's factors copied for the owner, which reads them once the slot is free.
+        const auto copy = [&](int t, float4 s) CUTLASS_LAMBDA_FUNC_INLINE {
           smem.token_scales[slot][t] = s;
           // Owned tokens' scales are finite and > 0 (checked mode refuses others).
           const float4 f =
@@ -439,9 +432,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
           smem.s_factors[slot][1][t] = f.y;
           smem.s_factors[slot][2][t] = f.z;
           smem.s_factors[slot][3][t] = f.w;
-        }
-        CUTE_UNROLL
-        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        };
+        const float m = Base::page_scale_max(scales, valid, lane, copy);
         const float factor = Base::advance_sigma(m, sigma, unit);  // P^T's unit sigma' moves on (v17's)
         // The warp's reads of the slot, then its release to the next TMA copy; each lane's copies (lane 0's
         // with the record) released by its own arrival.
