@@ -421,60 +421,71 @@ struct TensorCoreKernel {
     }
   }
 
-  // Q of a piece as e4m3 codes with one scale per row (amax / 448), as load_q_codes writes them,
-  // but with both live passes' loads in flight at once (at most kRows = 32 live rows: rows
-  // thread / 8 and 16 + thread / 8); load_q_codes waits for each pass's loads in turn, a second
-  // memory round trip at h32. Padded rows: codes and scale 0. Its own loop: load_q_codes rewritten
-  // around a shared row step changed v10 / v12's SASS, and given a four-pass form made v13 2.5%
-  // slower at b32 (bench/results/2026-11-24-h200-twenty-fourth-session/, call i).
-  // kBf16Rope (v17): only the 512 latent columns become codes (their amax sets the scale); the 64
+  // Q of a piece as e4m3 codes with one scale per row (amax / 448), as load_q_codes writes them, but
+  // with kPassesInFlight passes' loads in flight at once (0: every live pass): T::kRows live rows
+  // (kRows / 16 passes of 16 rows, rows thread / 8 + 16 pass of M tile m_tile), then padding passes up to
+  // kBlockM. v13 / v17 (kRows 32) load both live passes at once; load_q_codes waits for each pass's loads
+  // in turn, a second memory round trip at h32. v18 (kRows 64) two passes at a time (four would hold 144
+  // registers of q). Rows past rows_per_head read zeros (scale 1 with kBf16Rope, else 0); padding passes:
+  // codes and scale 0. Its own loop: load_q_codes rewritten around a shared row step changed v10 / v12's
+  // SASS, and given a four-pass form made v13 2.5% slower at b32
+  // (bench/results/2026-11-24-h200-twenty-fourth-session/, call i).
+  // kBf16Rope (v17, v18): only the 512 latent columns become codes (their amax sets the scale); the 64
   // RoPE columns are stored in bf16 at T::kRopeOffset (128-byte swizzle, T::SmemLayoutRope),
   // divided by the row's scale (1 for a zero row), so that S / q_scale needs no multiply by it.
-  template <bool kBf16Rope>
-  CUTE_DEVICE static void load_live_q(const Params& p, SharedStorage& smem, int req, int thread) {
+  template <bool kBf16Rope, int kPassesInFlight = 0>  // 0: every live pass
+  CUTE_DEVICE static void load_live_q(const Params& p, SharedStorage& smem, int req, int kv_head, int m_tile,
+                                      int thread) {
     constexpr int kUnits = T::kHeadDimQK / 64;  // 16-byte units of q per thread and row
     constexpr int kCodeUnits = kBf16Rope ? T::kHeadDimV / 64 : kUnits;
     constexpr int kLivePasses = T::kRows / 16;
+    constexpr int kInFlight = kPassesInFlight > 0 ? kPassesInFlight : kLivePasses;
+    static_assert(kLivePasses % kInFlight == 0 && kLivePasses <= kBlockM / 16);
     const int j = thread % 8;
     const std::uint32_t q_base = cute::cast_smem_ptr_to_uint(smem.q);
     const auto rope_offset = [&](int r) CUTLASS_LAMBDA_FUNC_INLINE {
       return static_cast<std::uint32_t>(T::kRopeOffset + r * 128 + ((j ^ (r % 8)) << 4));
     };
-    uint4 v[kLivePasses][kUnits];
     CUTE_UNROLL
-    for (int pass = 0; pass < kLivePasses; ++pass) {
-      const int local = thread / 8 + 16 * pass;
-      const bool live = local < p.rows_per_head;
-      const Element* src = paged_sm90::q_row<Element>(p, req, Derived::kv_head(), live ? local : 0);
+    for (int group = 0; group < kLivePasses / kInFlight; ++group) {
+      uint4 v[kInFlight][kUnits];
       CUTE_UNROLL
-      for (int m = 0; m < kUnits; ++m)
-        v[pass][m] = live ? *reinterpret_cast<const uint4*>(src + 8 * (j + 8 * m)) : make_uint4(0, 0, 0, 0);
+      for (int k = 0; k < kInFlight; ++k) {
+        const int local = thread / 8 + 16 * (kInFlight * group + k);
+        const int packed = m_tile * kBlockM + local;
+        const bool live = packed < p.rows_per_head;
+        const Element* src = paged_sm90::q_row<Element>(p, req, kv_head, live ? packed : 0);
+        CUTE_UNROLL
+        for (int m = 0; m < kUnits; ++m)
+          v[k][m] = live ? *reinterpret_cast<const uint4*>(src + 8 * (j + 8 * m)) : make_uint4(0, 0, 0, 0);
+      }
+      CUTE_UNROLL
+      for (int k = 0; k < kInFlight; ++k) {
+        const int row =
+            paged_sm90_fp8::accumulator_row<kBlockM, true>(thread / 8 + 16 * (kInFlight * group + k));
+        const float amax = bf16_row_amax<kCodeUnits>(v[k]);
+        store_q_codes<kCodeUnits>(q_base, row, j, v[k], amax > 0.f ? 448.f / amax : 0.f);
+        if constexpr (kBf16Rope) {
+          // One more bf16 rounding of the RoPE values, far below q's e4m3 one.
+          const float q_scale = amax > 0.f ? amax / 448.f : 1.f;
+          const float inv_q = 1.f / q_scale;
+          const uint4 r = v[k][kCodeUnits];
+          st_shared_128(q_base + rope_offset(row),
+                        make_uint4(scale_bf16x2(r.x, inv_q), scale_bf16x2(r.y, inv_q),
+                                   scale_bf16x2(r.z, inv_q), scale_bf16x2(r.w, inv_q)));
+          if (j == 0) smem.q_scale[row] = q_scale;
+        } else {
+          if (j == 0) smem.q_scale[row] = amax / 448.f;
+        }
+      }
     }
     CUTE_UNROLL
-    for (int pass = 0; pass < kBlockM / 16; ++pass) {
-      const int local = thread / 8 + 16 * pass;
-      const int row = paged_sm90_fp8::accumulator_row<kBlockM, true>(local);
-      if (pass >= kLivePasses) {  // padding: codes 0, scale 0
-        CUTE_UNROLL
-        for (int m = 0; m < kCodeUnits; ++m) st_shared_64(q_base + code_offset(row, 8 * (j + 8 * m)), 0u, 0u);
-        if constexpr (kBf16Rope) st_shared_128(q_base + rope_offset(row), make_uint4(0, 0, 0, 0));
-        if (j == 0) smem.q_scale[row] = 0.f;
-        continue;
-      }
-      const float amax = bf16_row_amax<kCodeUnits>(v[pass]);
-      store_q_codes<kCodeUnits>(q_base, row, j, v[pass], amax > 0.f ? 448.f / amax : 0.f);
-      if constexpr (kBf16Rope) {
-        // One more bf16 rounding of the RoPE values, far below q's e4m3 one.
-        const float q_scale = amax > 0.f ? amax / 448.f : 1.f;
-        const float inv_q = 1.f / q_scale;
-        const uint4 r = v[pass][kCodeUnits];
-        st_shared_128(q_base + rope_offset(row),
-                      make_uint4(scale_bf16x2(r.x, inv_q), scale_bf16x2(r.y, inv_q), scale_bf16x2(r.z, inv_q),
-                                 scale_bf16x2(r.w, inv_q)));
-        if (j == 0) smem.q_scale[row] = q_scale;
-      } else {
-        if (j == 0) smem.q_scale[row] = amax / 448.f;
-      }
+    for (int pass = kLivePasses; pass < kBlockM / 16; ++pass) {  // padding: codes 0, scale 0
+      const int row = paged_sm90_fp8::accumulator_row<kBlockM, true>(thread / 8 + 16 * pass);
+      CUTE_UNROLL
+      for (int m = 0; m < kCodeUnits; ++m) st_shared_64(q_base + code_offset(row, 8 * (j + 8 * m)), 0u, 0u);
+      if constexpr (kBf16Rope) st_shared_128(q_base + rope_offset(row), make_uint4(0, 0, 0, 0));
+      if (j == 0) smem.q_scale[row] = 0.f;
     }
     cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
   }

@@ -86,7 +86,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       float run_max = -INFINITY;  // log2 units of the scaled logits
       float row_sum = 0.f;        // this thread's share
       if (piece > 0) NamedBarrier::sync(128, T::kWarpgroupSync + 1);
-      Base::template load_live_q<false>(p, smem, req, wg_thread);
+      Base::template load_live_q<false>(p, smem, req, kv_head(), 0, wg_thread);
       NamedBarrier::sync(128, T::kWarpgroupSync + 1);
       if constexpr (Base::kQRegisterSteps > 0) Base::read_q_registers(thr_qk_regs, tSrQReg, smem);
       const float logit_factor = fmaxf(smem.q_scale[r0] * kv_scale * p.scale_log2, FLT_MIN);

@@ -127,7 +127,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       float row_sum = 0.f;        // this thread's share
       float sigma = 1.f;          // P^T's unit: the sigma warp's sigma' of the page last read
       if (piece > 0) NamedBarrier::sync(128, T::kWarpgroupSync + 1);
-      Base::template load_live_q<true>(p, smem, req, wg_thread);  // RoPE in bf16, divided by q_scale
+      // RoPE in bf16, divided by q_scale.
+      Base::template load_live_q<true>(p, smem, req, kv_head(), 0, wg_thread);
       NamedBarrier::sync(128, T::kWarpgroupSync + 1);
       // Q's RoPE columns were stored divided by q_scale (load_live_q): S / q_scale comes out of the sum.
       const float logit_factor = smem.q_scale[r0] * p.scale_log2;

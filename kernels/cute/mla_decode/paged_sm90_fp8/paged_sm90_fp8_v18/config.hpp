@@ -45,7 +45,7 @@ struct Traits : paged_sm90_fp8_v17::Traits {
     float4 token_scales[kStages][kBlockN];
     float s_factors[kStages][4][kBlockN];
     float scale[2][kBlockM];   // O^T's factor before page j's P^T, per packed row (j % 2)
-    float q_scale[kBlockM];    // a row's latent code scale (amax / 448; 1 for a zero row, 0 for a padded one)
+    float q_scale[kBlockM];    // a row's latent code scale (amax / 448; 1 for a zero or padded row)
     int stage_valid[kStages];  // valid tokens of the staged page (the producer writes it before the copies)
     float final_max[2][kBlockM];  // a piece's running max (log2 units) and row sum, by piece parity
     float final_sum[2][kBlockM];

@@ -216,7 +216,8 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       float sigma = 1.f;                          // P^T's unit: the sigma warp's sigma' of the page last read
       // Every thread has read the previous piece's Q scales and row state before any rewrites them.
       if (piece > 0) NamedBarrier::sync(128, T::kWarpgroupSync + 1);
-      load_q(p, smem, req, m_tile, wg_thread);  // RoPE in bf16, divided by q_scale
+      // RoPE in bf16, divided by q_scale; two passes of 16 rows in flight at once.
+      Base::template load_live_q<true, 2>(p, smem, req, kv_head_of(p), m_tile, wg_thread);
       NamedBarrier::sync(128, T::kWarpgroupSync + 1);
       clear(acc);
       float logit_factor[2];  // S / q_scale -> log2 units (a padded row's 0 kept above 0: -inf stays -inf)
@@ -358,51 +359,6 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
     });
   }
   static constexpr int kFirstOwnGroup = kGroups - kOwnGroups;  // the owner's: 2
-
-  // Q of a piece (the tile's 64 packed rows) as e4m3 codes of its 512 latent columns, one scale a row
-  // (amax / 448), and its 64 RoPE values in bf16 divided by that scale (1 for a zero row); padded rows:
-  // codes 0, scale 0. Eight threads a row, two passes of 16 rows in flight at once. Fenced for wgmma.
-  CUTE_DEVICE static void load_q(const Params& p, SharedStorage& smem, int req, int m_tile, int thread) {
-    constexpr int kUnits = T::kHeadDimQK / 64;     // 16-byte units of q per thread and row
-    constexpr int kCodeUnits = T::kHeadDimV / 64;  // the latent ones
-    const int j = thread % 8;
-    const int kv_head = kv_head_of(p);
-    const std::uint32_t q_base = cute::cast_smem_ptr_to_uint(smem.q);
-    const auto rope_offset = [&](int r) CUTLASS_LAMBDA_FUNC_INLINE {
-      return static_cast<std::uint32_t>(T::kRopeOffset + r * 128 + ((j ^ (r % 8)) << 4));
-    };
-    CUTE_UNROLL
-    for (int pair = 0; pair < kBlockM / 32; ++pair) {
-      uint4 v[2][kUnits];
-      bool live[2];
-      CUTE_UNROLL
-      for (int k = 0; k < 2; ++k) {
-        const int local = thread / 8 + 16 * (2 * pair + k);
-        const int packed = m_tile * kBlockM + local;
-        live[k] = packed < p.rows_per_head;
-        const Element* src = paged_sm90::q_row<Element>(p, req, kv_head, live[k] ? packed : 0);
-        CUTE_UNROLL
-        for (int m = 0; m < kUnits; ++m)
-          v[k][m] = live[k] ? *reinterpret_cast<const uint4*>(src + 8 * (j + 8 * m)) : make_uint4(0, 0, 0, 0);
-      }
-      CUTE_UNROLL
-      for (int k = 0; k < 2; ++k) {
-        const int local = thread / 8 + 16 * (2 * pair + k);
-        const int row = paged_sm90_fp8::accumulator_row<kBlockM, true>(local);
-        const float amax = Base::template bf16_row_amax<kCodeUnits>(v[k]);
-        Base::template store_q_codes<kCodeUnits>(q_base, row, j, v[k], amax > 0.f ? 448.f / amax : 0.f);
-        // One more bf16 rounding of the RoPE values, far below q's e4m3 one.
-        const float q_scale = amax > 0.f ? amax / 448.f : 1.f;
-        const float inv_q = 1.f / q_scale;
-        const uint4 r = v[k][kCodeUnits];
-        codes::st_shared_128(q_base + rope_offset(row),
-                             make_uint4(codes::scale_bf16x2(r.x, inv_q), codes::scale_bf16x2(r.y, inv_q),
-                                        codes::scale_bf16x2(r.z, inv_q), codes::scale_bf16x2(r.w, inv_q)));
-        if (j == 0) smem.q_scale[row] = live[k] ? q_scale : 0.f;
-      }
-    }
-    cutlass::arch::fence_view_async_shared();  // generic stores, then wgmma reads
-  }
 
   // --- the sigma warp (warp 9, in the producer warpgroup) ----------------------------------------
   // For each staged page, as it lands: v17's record (the piece's running sigma' and O^T's factor when it
