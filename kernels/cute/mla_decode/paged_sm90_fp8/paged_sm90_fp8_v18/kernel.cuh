@@ -220,7 +220,7 @@ struct Kernel : paged_sm90_fp8::TensorCoreKernel<T, Kernel<T>> {
       Base::template load_live_q<true, 2>(p, smem, req, kv_head_of(p), m_tile, wg_thread);
       NamedBarrier::sync(128, T::kWarpgroupSync + 1);
       clear(acc);
-      float logit_factor[2];  // S / q_scale -> log2 units (a padded row's 0 kept above 0: -inf stays -inf)
+      float logit_factor[2];  // S / q_scale -> log2 units (kept above 0: -inf stays -inf)
       int limit[2];           // keys visible to rows r0 and r0 + 8
       for (int h = 0; h < 2; ++h) {
         logit_factor[h] = fmaxf(smem.q_scale[r0 + 8 * h] * p.scale_log2, FLT_MIN);
