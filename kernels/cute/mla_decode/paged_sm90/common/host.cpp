@@ -29,32 +29,33 @@ constexpr CUtensorMapL2promotion kKvPromotion = CU_TENSOR_MAP_L2_PROMOTION_L2_12
 // as their own (64, h_kv, 64, pages) map; `swizzled` (the K-major operands of FP8 wgmma): `kv`
 // boxes of 128 bytes x 64 tokens with the 128-byte swizzle for the latent bytes, `rope` boxes of
 // 64 bytes x 64 tokens with the 64-byte swizzle for fp8_tensor's RoPE bytes, or fp8_token's bf16
-// RoPE values as above with the 128-byte swizzle. `q_map`: also q's map (KvMaps::q); `scale_map`:
-// also fp8_token's scale map (KvMaps::scales).
+// RoPE values as above with the 128-byte swizzle. `q_map`: also q's map (KvMaps::q), whatever the cache's
+// format (made for bf16 / f16 caches only, an FP8 design's Q load read a zero map: an illegal
+// instruction); `scale_map`: also fp8_token's scale map (KvMaps::scales).
 KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call, bool swizzled, bool q_map,
                     bool scale_map) {
   const std::uint64_t heads = call.h_kv, tokens = kPageSize,
                       pages = static_cast<std::uint64_t>(call.num_blocks);
   const std::array<std::uint32_t, 4> box{64u, 1u, static_cast<std::uint32_t>(tokens), 1u};
   KvMaps maps;
+  const std::uint64_t elem = dtype_size(call.dtype);
+  const std::uint64_t cols = kHeadDimQK;
+  const CUtensorMapDataType type =
+      call.dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  if (q_map) {  // q in its own dtype, whatever the cache's format
+    const int heads_per_kv = call.h_q / call.h_kv;
+    const QBox qb = q_box(heads_per_kv, call.s_q);
+    const std::uint64_t hpk = static_cast<std::uint64_t>(heads_per_kv);
+    maps.q = sm90::make_tiled_tensor_map<4>(
+        type, args.q.data, {cols, hpk, heads, static_cast<std::uint64_t>(call.b) * call.s_q},
+        {cols * elem, hpk * cols * elem, static_cast<std::uint64_t>(call.h_q) * cols * elem},
+        {64u, static_cast<std::uint32_t>(qb.heads), 1u, static_cast<std::uint32_t>(qb.tokens)},
+        CU_TENSOR_MAP_SWIZZLE_128B, kKvPromotion);
+  }
   if (call.kv_format == KvFormat::bf16 || call.kv_format == KvFormat::f16) {
-    const std::uint64_t elem = dtype_size(call.dtype);
-    const std::uint64_t cols = kHeadDimQK;
-    const CUtensorMapDataType type =
-        call.dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     maps.kv = sm90::make_tiled_tensor_map<4>(type, args.kv_cache.data, {cols, heads, tokens, pages},
                                              {cols * elem, heads * cols * elem, tokens * heads * cols * elem},
                                              box, CU_TENSOR_MAP_SWIZZLE_128B, kKvPromotion);
-    if (q_map) {
-      const int heads_per_kv = call.h_q / call.h_kv;
-      const QBox qb = q_box(heads_per_kv, call.s_q);
-      const std::uint64_t hpk = static_cast<std::uint64_t>(heads_per_kv);
-      maps.q = sm90::make_tiled_tensor_map<4>(
-          type, args.q.data, {cols, hpk, heads, static_cast<std::uint64_t>(call.b) * call.s_q},
-          {cols * elem, hpk * cols * elem, static_cast<std::uint64_t>(call.h_q) * cols * elem},
-          {64u, static_cast<std::uint32_t>(qb.heads), 1u, static_cast<std::uint32_t>(qb.tokens)},
-          CU_TENSOR_MAP_SWIZZLE_128B, kKvPromotion);
-    }
     return maps;
   }
   const std::uint64_t entry = static_cast<std::uint64_t>(kv_entry_bytes(call.kv_format));
