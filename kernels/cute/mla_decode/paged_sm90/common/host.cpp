@@ -29,9 +29,8 @@ constexpr CUtensorMapL2promotion kKvPromotion = CU_TENSOR_MAP_L2_PROMOTION_L2_12
 // as their own (64, h_kv, 64, pages) map; `swizzled` (the K-major operands of FP8 wgmma): `kv`
 // boxes of 128 bytes x 64 tokens with the 128-byte swizzle for the latent bytes, `rope` boxes of
 // 64 bytes x 64 tokens with the 64-byte swizzle for fp8_tensor's RoPE bytes, or fp8_token's bf16
-// RoPE values as above with the 128-byte swizzle. `q_map`: also q's map (KvMaps::q), whatever the cache's
-// format (made for bf16 / f16 caches only, an FP8 design's Q load read a zero map: an illegal
-// instruction); `scale_map`: also fp8_token's scale map (KvMaps::scales).
+// RoPE values as above with the 128-byte swizzle. `q_map`: also q's map (KvMaps::q), for any cache
+// format; `scale_map`: also fp8_token's scale map (KvMaps::scales).
 KvMaps make_kv_maps(const MlaDecodeArgs& args, const MlaDecodeDims& call, bool swizzled, bool q_map,
                     bool scale_map) {
   const std::uint64_t heads = call.h_kv, tokens = kPageSize,
