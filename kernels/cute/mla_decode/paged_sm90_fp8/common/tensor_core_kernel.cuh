@@ -650,10 +650,6 @@ struct TensorCoreKernel {
     }
   }
 
-  // The sigma warp's step for a page whose valid scales' largest is m (v17, v18): the piece's running
-  // sigma and P^T's unit sigma' (sigma, at least 2^-100, so that P x 2^8 / sigma' stays finite; 1 while
-  // every scale of the piece is 0: P^T is 0 then, and so is O^T) move on; returns O^T's factor
-  // sigma'_old / sigma'_new (0 when sigma leaves 0, 1 when it does not move).
   // The sigma warp's read of a staged page's group scales (v17, v18; `scales` the slot's scale rows):
   // lane l's tokens l and l + 32, each token's four scales (0 past the `valid` tokens, whatever the slot
   // holds there) given to on_token(t, s); returns the largest over the warp.
@@ -675,6 +671,10 @@ struct TensorCoreKernel {
     return m;
   }
 
+  // The sigma warp's step for a page whose valid scales' largest is m (v17, v18): the piece's running
+  // sigma and P^T's unit sigma' (sigma, at least 2^-100, so that P x 2^8 / sigma' stays finite; 1 while
+  // every scale of the piece is 0: P^T is 0 then, and so is O^T) move on; returns O^T's factor
+  // sigma'_old / sigma'_new (0 when sigma leaves 0, 1 when it does not move).
   CUTE_DEVICE static float advance_sigma(float m, float& sigma, float& unit) {
     const float sigma_new = fmaxf(sigma, m);
     const float unit_new = sigma_new > 0.f ? fmaxf(sigma_new, 0x1p-100f) : 1.f;
