@@ -12,7 +12,7 @@ DL_CPU, DL_CUDA = 1, 2
 _DTYPE_NAMES = {
     "bfloat16": "bf16", "float16": "f16", "half": "f16", "float32": "f32", "float": "f32",
     "float64": "f64", "int32": "i32", "int64": "i64", "uint8": "u8", "bf16": "bf16", "f16": "f16",
-    "f32": "f32", "i32": "i32",
+    "f32": "f32", "i32": "i32", "float8_e4m3fn": "e4m3", "e4m3": "e4m3", "u8": "u8",
 }
 
 

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nanobind/nanobind.h>
@@ -99,9 +101,28 @@ int require_cuda(const std::vector<std::pair<const char*, const Array*>>& arrays
   return device;
 }
 
+// fp8_tensor's scale: one fp32 value (shape [] or [1]) on the device.
+const float* kv_scale_of(const std::optional<Array>& kv_scale) {
+  if (!kv_scale) return nullptr;
+  CUTELAB_REQUIRE(dtype_of(*kv_scale, "kv_scale") == DType::f32, "kv_scale: expected float32, got ",
+                  dtype_name(dtype_of(*kv_scale, "kv_scale")));
+  CUTELAB_REQUIRE(kv_scale->size() == 1, "kv_scale: expected one value (shape [] or [1]), got ",
+                  kv_scale->size());
+  return static_cast<const float*>(kv_scale->data());
+}
+
+// The arrays of a call with their names, kv_scale when given, for require_cuda.
+std::vector<std::pair<const char*, const Array*>> named(
+    std::initializer_list<std::pair<const char*, const Array*>> arrays,
+    const std::optional<Array>& kv_scale) {
+  std::vector<std::pair<const char*, const Array*>> all(arrays);
+  if (kv_scale) all.emplace_back("kv_scale", &*kv_scale);
+  return all;
+}
+
 mla::MlaDecodeArgs mla_args(const Array& q, const Array& kv_cache, const Array& block_table,
                             const Array& seqlens, const Array& out, const Array& lse, float softmax_scale,
-                            bool causal) {
+                            bool causal, const std::optional<Array>& kv_scale) {
   mla::MlaDecodeArgs a;
   a.q = view_of(q, "q");
   a.kv_cache = view_of(kv_cache, "kv_cache");
@@ -111,7 +132,23 @@ mla::MlaDecodeArgs mla_args(const Array& q, const Array& kv_cache, const Array& 
   a.lse = view_of(lse, "lse");
   a.softmax_scale = softmax_scale;
   a.causal = causal;
+  a.kv_scale = kv_scale_of(kv_scale);
   return a;
+}
+
+std::optional<mla::KvFormat> kv_format_of(const std::string& name) {
+  if (name.empty() || name == "same") return std::nullopt;
+  const std::optional<mla::KvFormat> f = mla::parse_kv_format(name);
+  CUTELAB_REQUIRE(f, "kv_format '", name, "' is unknown (bf16, f16, fp8_tensor, fp8_token)");
+  return f;
+}
+
+nb::dict tolerance_dict(const Tolerance& t) {
+  nb::dict d;
+  d["atol"] = t.atol;
+  d["rtol"] = t.rtol;
+  d["max_rel_l2"] = t.max_rel_l2;
+  return d;
 }
 
 // The device record is read once per device (query_device asks nvidia-smi for the driver).
@@ -180,16 +217,17 @@ class MlaDecoder {
   }
 
   void run(const Array& q, const Array& kv_cache, const Array& block_table, const Array& seqlens,
-           const Array& out, const Array& lse, float softmax_scale, bool causal, bool checked,
-           std::uintptr_t stream) const {
+           const Array& out, const Array& lse, const std::optional<Array>& kv_scale, float softmax_scale,
+           bool causal, bool checked, std::uintptr_t stream) const {
     const mla::MlaDecodeArgs args =
-        mla_args(q, kv_cache, block_table, seqlens, out, lse, softmax_scale, causal);
-    require_cuda({{"q", &q},
-                  {"kv_cache", &kv_cache},
-                  {"block_table", &block_table},
-                  {"seqlens", &seqlens},
-                  {"out", &out},
-                  {"lse", &lse}},
+        mla_args(q, kv_cache, block_table, seqlens, out, lse, softmax_scale, causal, kv_scale);
+    require_cuda(named({{"q", &q},
+                        {"kv_cache", &kv_cache},
+                        {"block_table", &block_table},
+                        {"seqlens", &seqlens},
+                        {"out", &out},
+                        {"lse", &lse}},
+                       kv_scale),
                  device_);
     DeviceScope scope(device_);
     choice_.decoder->run(args, checked, as_stream(stream));
@@ -236,17 +274,18 @@ class MlaDecoder {
 // The C++ path on the lab's own inputs (MlaDecodeWorkspace from a seed): the KernelPlan's Kernel
 // launched once. The arrays view the workspace, which lives as long as any of them.
 nb::dict cpp_case(const std::string& kernel, const std::string& config, int s_q, int h_q, int h_kv,
-                  const std::vector<int>& lens, bool causal, const std::string& dtype, std::uint64_t seed,
-                  int device, const std::string& db_path) {
+                  const std::vector<int>& lens, bool causal, const std::string& dtype,
+                  const std::string& kv_format, std::uint64_t seed, int device, const std::string& db_path) {
   const DeviceInfo& dev = device_info(device, db_path);
   DeviceScope scope(device);
   const KernelPlan& plan = Registry::instance().find(kernel);
   CUTELAB_REQUIRE(plan.family().name == "mla_decode", kernel, " is not an MLA decode kernel");
   const std::optional<DType> t = parse_dtype(dtype);
   CUTELAB_REQUIRE(t, "dtype '", dtype, "' is unknown (bf16, f16)");
-  // The problem `cutelab run --lens=... --s --h --hkv --dtype [--causal]` makes.
+  // The problem `cutelab run --lens=... --s --h --hkv --dtype [--kv-dtype] [--causal]` makes.
   const Problem problem = mla::decoder_problem(
-      mla::DecoderShape{static_cast<int>(lens.size()), s_q, h_q, h_kv, *t}, causal, lens, 0);
+      mla::DecoderShape{static_cast<int>(lens.size()), s_q, h_q, h_kv, *t, kv_format_of(kv_format)}, causal,
+      lens, 0);
   auto* ws = new std::unique_ptr<Workspace>(plan.inputs(problem, seed));
   nb::capsule owner(ws, [](void* p) noexcept { delete static_cast<std::unique_ptr<Workspace>*>(p); });
   auto* mla_ws = dynamic_cast<mla::MlaDecodeWorkspace*>(ws->get());
@@ -268,17 +307,23 @@ nb::dict cpp_case(const std::string& kernel, const std::string& config, int s_q,
     nb::dlpack::dtype t{};
     t.lanes = 1;
     t.bits = static_cast<std::uint8_t>(dtype_size(v.dtype) * 8);
-    t.code = static_cast<std::uint8_t>(v.dtype == DType::bf16  ? nb::dlpack::dtype_code::Bfloat
-                                       : v.dtype == DType::i32 ? nb::dlpack::dtype_code::Int
-                                                               : nb::dlpack::dtype_code::Float);
+    using Code = nb::dlpack::dtype_code;
+    t.code = static_cast<std::uint8_t>(v.dtype == DType::bf16  ? Code::Bfloat
+                                       : v.dtype == DType::i32 ? Code::Int
+                                       : v.dtype == DType::u8  ? Code::UInt
+                                                               : Code::Float);
     out[name] = ExportedArray(v.data, shape.size(), shape.data(), owner, nullptr, t, kDlCuda, device);
   };
   export_view("q", a.q);
-  export_view("kv_cache", a.kv_cache);
+  TensorView cache = a.kv_cache;
+  if (cache.dtype == DType::e4m3)
+    cache.dtype = DType::u8;  // FP8 caches as bytes, which every framework imports
+  export_view("kv_cache", cache);
   export_view("block_table", a.block_table);
   export_view("seqlens", a.seqlens);
   export_view("out", a.out);
   export_view("lse", a.lse);
+  if (a.kv_scale) export_view("kv_scale", TensorView{const_cast<float*>(a.kv_scale), DType::f32, {1}, {1}});
   out["softmax_scale"] = mla_ws->spec().scale();
   out["config"] = chosen->name;
   out["kernel"] = plan.id().full();
@@ -320,39 +365,107 @@ NB_MODULE(_C, m) {
   m.def(
       "check_mla_args",
       [](const Array& q, const Array& kv_cache, const Array& block_table, const Array& seqlens,
-         const Array& out, const Array& lse, float softmax_scale, bool causal) {
-        (void)mla::validate_args(mla_args(q, kv_cache, block_table, seqlens, out, lse, softmax_scale, causal),
-                                 /*checked=*/false);
-        require_cuda({{"q", &q},
-                      {"kv_cache", &kv_cache},
-                      {"block_table", &block_table},
-                      {"seqlens", &seqlens},
-                      {"out", &out},
-                      {"lse", &lse}},
+         const Array& out, const Array& lse, const std::optional<Array>& kv_scale, float softmax_scale,
+         bool causal) {
+        (void)mla::validate_args(
+            mla_args(q, kv_cache, block_table, seqlens, out, lse, softmax_scale, causal, kv_scale),
+            /*checked=*/false, nullptr, mla::KvFormats::all());
+        require_cuda(named({{"q", &q},
+                            {"kv_cache", &kv_cache},
+                            {"block_table", &block_table},
+                            {"seqlens", &seqlens},
+                            {"out", &out},
+                            {"lse", &lse}},
+                           kv_scale),
                      -1);
       },
-      "q"_a, "kv_cache"_a, "block_table"_a, "seqlens"_a, "out"_a, "lse"_a, "softmax_scale"_a, "causal"_a,
+      "q"_a, "kv_cache"_a, "block_table"_a, "seqlens"_a, "out"_a, "lse"_a, "kv_scale"_a.none(),
+      "softmax_scale"_a, "causal"_a,
       "Host-side checks of an MLA decode call (shapes, dtypes, layout, one CUDA device); no device access.");
 
-  m.def("decoder_kernels", &mla::decoder_kernels);
+  m.def(
+      "quantize_kv",
+      [](const Array& rows, const Array& slots, const Array& cache, const std::string& kv_format,
+         const std::optional<Array>& scale, bool checked, std::uintptr_t stream) {
+        const std::optional<mla::KvFormat> f = kv_format_of(kv_format);
+        CUTELAB_REQUIRE(f && mla::is_fp8(*f), "kv_format: expected fp8_tensor or fp8_token, got '", kv_format,
+                        "'");
+        CUTELAB_REQUIRE(
+            !scale || *f == mla::KvFormat::fp8_tensor,
+            "scale: given for an fp8_token cache, whose scales are per token; only fp8_tensor takes one");
+        mla::QuantizeKvArgs a;
+        a.format = *f;
+        a.rows = view_of(rows, "rows");
+        a.slots = view_of(slots, "slots");
+        a.cache = view_of(cache, "cache");
+        a.scale = kv_scale_of(scale);
+        const int device =
+            require_cuda(named({{"rows", &rows}, {"slots", &slots}, {"cache", &cache}}, scale), -1);
+        DeviceScope scope(device);
+        mla::quantize_kv(a, checked, as_stream(stream));
+      },
+      "rows"_a, "slots"_a, "cache"_a, "kv_format"_a, "scale"_a.none(), "checked"_a, "stream"_a,
+      "Quantises bf16 KV rows into their slots of an FP8 cache (kv_format.hpp); enqueued on `stream`.");
+  m.def(
+      "dequantize_kv",
+      [](const Array& cache, const std::string& kv_format, const std::optional<Array>& scale,
+         const Array& out, std::uintptr_t stream) {
+        const std::optional<mla::KvFormat> f = kv_format_of(kv_format);
+        CUTELAB_REQUIRE(f && mla::is_fp8(*f), "kv_format: expected fp8_tensor or fp8_token, got '", kv_format,
+                        "'");
+        const TensorView c = view_of(cache, "cache");
+        const TensorView o = view_of(out, "out");
+        CUTELAB_REQUIRE(c.dtype == DType::u8 || c.dtype == DType::e4m3,
+                        "cache: expected uint8 or float8_e4m3fn, got ", c.describe());
+        CUTELAB_REQUIRE(c.rank() == 4 && c.contiguous() && c.shape[1] == mla::kPageSize &&
+                            c.shape[3] == mla::kv_entry_bytes(*f),
+                        "cache: expected a contiguous [num_blocks, ", mla::kPageSize, ", h_kv, ",
+                        mla::kv_entry_bytes(*f), "] ", mla::kv_format_name(*f), " cache, got ", c.describe());
+        CUTELAB_REQUIRE(*f == mla::KvFormat::fp8_token || scale,
+                        "scale: an fp8_tensor cache needs its scale");
+        CUTELAB_REQUIRE(
+            !scale || *f == mla::KvFormat::fp8_tensor,
+            "scale: given for an fp8_token cache, whose scales are per token; only fp8_tensor takes one");
+        const std::vector<std::int64_t> want{c.shape[0], c.shape[1], c.shape[2], mla::kHeadDimQK};
+        CUTELAB_REQUIRE(o.dtype == DType::f32 && o.shape == want && o.contiguous(),
+                        "out: expected a contiguous f32[", want[0], ",", want[1], ",", want[2], ",", want[3],
+                        "], got ", o.describe());
+        const int device = require_cuda(named({{"cache", &cache}, {"out", &out}}, scale), -1);
+        DeviceScope scope(device);
+        mla::dequantize_kv(*f, c, kv_scale_of(scale), static_cast<float*>(o.data), as_stream(stream));
+      },
+      "cache"_a, "kv_format"_a, "scale"_a.none(), "out"_a, "stream"_a,
+      "The FP8 cache as float32 [num_blocks, 64, h_kv, 576] into `out`; enqueued on `stream`.");
+  m.def(
+      "decoder_kernels",
+      [](const std::string& dtype, const std::string& kv_format) {
+        if (dtype.empty()) return mla::decoder_kernels();
+        const std::optional<DType> t = parse_dtype(dtype);
+        CUTELAB_REQUIRE(t, "dtype '", dtype, "' is unknown (bf16, f16)");
+        const mla::DecoderShape shape{1, 1, 1, 1, *t, kv_format_of(kv_format)};
+        return mla::decoder_kernels(std::pair{*t, shape.cache_format()});
+      },
+      "dtype"_a = "", "kv_format"_a = "",
+      "Kernels with a decoder: for q of `dtype` with a cache in `kv_format` (empty: q's dtype), or any.");
 
   nb::class_<MlaDecoder>(m, "MlaDecoder")
       .def(
           "__init__",
           [](MlaDecoder* self, int device, const std::string& db_path, int max_batch, int s_q, int h_q,
-             int h_kv, const std::string& dtype, const std::string& kernel, const std::string& config,
-             bool causal, const std::vector<int>& lens, int max_seqlen, const std::string& cache_dir) {
+             int h_kv, const std::string& dtype, const std::string& kv_format, const std::string& kernel,
+             const std::string& config, bool causal, const std::vector<int>& lens, int max_seqlen,
+             const std::string& cache_dir) {
             const std::optional<DType> t = parse_dtype(dtype);
             CUTELAB_REQUIRE(t, "dtype '", dtype, "' is unknown (bf16, f16)");
-            mla::DecoderShape shape{max_batch, s_q, h_q, h_kv, *t};
+            mla::DecoderShape shape{max_batch, s_q, h_q, h_kv, *t, kv_format_of(kv_format)};
             mla::DecoderRequest request{kernel, config, causal, lens, max_seqlen, cache_dir};
             new (self) MlaDecoder(device, db_path, shape, request);
           },
-          "device"_a, "db_path"_a, "max_batch"_a, "s_q"_a, "h_q"_a, "h_kv"_a, "dtype"_a, "kernel"_a,
-          "config"_a, "causal"_a, "lens"_a, "max_seqlen"_a, "cache_dir"_a)
+          "device"_a, "db_path"_a, "max_batch"_a, "s_q"_a, "h_q"_a, "h_kv"_a, "dtype"_a, "kv_format"_a,
+          "kernel"_a, "config"_a, "causal"_a, "lens"_a, "max_seqlen"_a, "cache_dir"_a)
       .def("plan_step", &MlaDecoder::plan_step, "seqlens"_a, "stream"_a)
       .def("run", &MlaDecoder::run, "q"_a, "kv_cache"_a, "block_table"_a, "seqlens"_a, "out"_a, "lse"_a,
-           "softmax_scale"_a, "causal"_a, "checked"_a, "stream"_a)
+           "kv_scale"_a.none(), "softmax_scale"_a, "causal"_a, "checked"_a, "stream"_a)
       .def("reuse_error", &MlaDecoder::reuse_error, "stream"_a)
       .def("reusable", &MlaDecoder::reusable)
       .def_prop_ro("captured", &MlaDecoder::captured)
@@ -360,10 +473,22 @@ NB_MODULE(_C, m) {
       .def_prop_ro("config", [](const MlaDecoder& d) { return d.choice_.config; })
       .def_prop_ro("config_source", [](const MlaDecoder& d) { return d.choice_.config_source; })
       .def_prop_ro("batch", [](const MlaDecoder& d) { return d.choice_.decoder->batch(); })
-      .def_prop_ro("device", [](const MlaDecoder& d) { return d.device_; });
+      .def_prop_ro("device", [](const MlaDecoder& d) { return d.device_; })
+      .def_prop_ro(
+          "kv_format",
+          [](const MlaDecoder& d) { return std::string(mla::kv_format_name(d.shape_.cache_format())); })
+      // The bounds the lab's tests hold this kernel's outputs to (MEASURE.md; for an FP8 cache
+      // against a reference on the dequantised cache).
+      .def_prop_ro("tolerances", [](const MlaDecoder& d) {
+        nb::dict t;
+        t["out"] =
+            tolerance_dict(mla::out_tolerance(d.shape_.dtype, d.shape_.cache_format(), d.choice_.arithmetic));
+        t["lse"] = tolerance_dict(mla::lse_tolerance(d.shape_.cache_format(), d.choice_.arithmetic));
+        return t;
+      });
 
   m.def("cpp_case", &cpp_case, "kernel"_a, "config"_a, "s_q"_a, "h_q"_a, "h_kv"_a, "lens"_a, "causal"_a,
-        "dtype"_a, "seed"_a, "device"_a, "db_path"_a,
+        "dtype"_a, "kv_format"_a, "seed"_a, "device"_a, "db_path"_a,
         "The C++ path (KernelPlan -> Kernel, launched once) on the lab's seeded inputs; returns its arrays.");
 
   m.def(

@@ -1,7 +1,8 @@
 """GPU tests of the Python package (skipped without a GPU): the Python path equals the C++ path bit
 for bit; PyTorch, JAX and CuPy inputs; the FlashMLA-compatible call against a PyTorch reference
 over the shapes of the MLA test matrix; a CUDA graph of 4 layers with one plan; torch.compile;
-plans reused wrongly are refused with nothing written; verify() and bench() on the kernel."""
+plans reused wrongly are refused with nothing written; verify() and bench() on the kernel; FP8 KV
+caches (fp8_tensor, fp8_token) quantised from Python, decoded, and checked the same ways."""
 
 import math
 import os
@@ -120,7 +121,7 @@ def matrix_id(c):
 def test_python_path_equals_cpp_path_bit_for_bit(kernel, c):
     lens, s_q, h_q, h_kv, causal, dtype = c
     cpp = cutelab._C.cpp_case(kernel=kernel, config="", s_q=s_q, h_q=h_q, h_kv=h_kv, lens=lens, causal=causal,
-                              dtype=dtype, seed=7, device=0, db_path=DB)
+                              dtype=dtype, kv_format="", seed=7, device=0, db_path=DB)
     t = {k: torch.from_dlpack(cpp[k]) for k in ("q", "kv_cache", "block_table", "seqlens", "out", "lse")}
     plan = mla.plan(t["seqlens"], t["block_table"], num_heads_q=h_q, num_heads_kv=h_kv, s_q=s_q, dtype=dtype,
                     causal=causal, kernel=kernel, config=cpp["config"])
@@ -338,3 +339,173 @@ def test_verify_and_bench_on_the_kernel():
                              get_inputs=lambda: next(it), sets=3)
     assert rotating.graph and rotating.sets == 3 and rotating.median_us > 0
     print(f"b8 s1 h128 t4096: flush {flush}; rotating {rotating}")
+
+
+# ---- FP8 KV caches ----------------------------------------------------------------------------
+
+FP8_FORMATS = ["fp8_tensor", "fp8_token"]
+FP8_DEFAULT = {"fp8_tensor": "cute/mla_decode/paged_sm90_fp8/v13", "fp8_token": "cute/mla_decode/paged_sm90_fp8/v18"}
+def seen_rows(lens, s_q, h_q, causal):
+    """Query rows (lse values) that see at least one key."""
+    return sum(h_q * sum(1 for i in range(s_q) if (n - s_q + 1 + i if causal else n) > 0) for n in lens)
+
+
+# FP8 caches take bf16 q. The reference test keeps the shapes with at least 16 rows that see a key: the
+# relative L2 bounds are statistics of many values (workspace.cu sized them over hundreds of rows); over
+# one or two lse values the ratio is a draw (two 1-key rows of |lse| ~0.47 with errors of 1.25 sigma give
+# 4.9e-2 against fp8_tensor's 4e-2). The C++ matrix runs those shapes too, on its own seeds.
+FP8_MATRIX = [c for c in MATRIX if c[5] == "bf16" and seen_rows(c[0], c[1], c[2], c[4]) >= 16]
+
+
+def fp8_cache(kv, kv_format):
+    """The bf16 cache of make_inputs quantised by mla.quantize_kv into an FP8 cache (uint8), every slot
+    (NaN stays NaN) and, for fp8_token, NaN scales on every slot no request owns: (cache, kv_scale)."""
+    num_blocks, _, h_kv, _ = kv.shape
+    cache = torch.empty((num_blocks, 64, h_kv, mla.FP8_ENTRY_BYTES[kv_format]), dtype=torch.uint8, device="cuda")
+    scale = None
+    if kv_format == "fp8_tensor":
+        values = kv.float()
+        scale = (values[torch.isfinite(values)].abs().max() / 448).reshape(1)
+    slots = torch.arange(num_blocks * 64, dtype=torch.int64, device="cuda")
+    mla.quantize_kv(kv.reshape(-1, h_kv, 576), slots, cache, scale=scale, checked=True)
+    if kv_format == "fp8_token":
+        unowned = torch.isnan(kv[..., 0].float())
+        nan_scales = torch.full((4,), float("nan"), dtype=torch.float32, device="cuda").view(torch.uint8)
+        cache[..., 512:528][unowned] = nan_scales
+    return cache, scale
+
+
+@pytest.mark.parametrize("kv_format", FP8_FORMATS)
+@pytest.mark.parametrize("c", [MATRIX[3], MATRIX[7], MATRIX[10]], ids=matrix_id)
+def test_fp8_python_path_equals_cpp_path_bit_for_bit(kv_format, c):
+    lens, s_q, h_q, h_kv, causal, dtype = c
+    kernel = FP8_DEFAULT[kv_format]
+    cpp = cutelab._C.cpp_case(kernel=kernel, config="", s_q=s_q, h_q=h_q, h_kv=h_kv, lens=lens, causal=causal,
+                              dtype=dtype, kv_format=kv_format, seed=7, device=0, db_path=DB)
+    names = ("q", "kv_cache", "block_table", "seqlens", "out", "lse") + (("kv_scale",) if kv_format == "fp8_tensor" else ())
+    t = {k: torch.from_dlpack(cpp[k]) for k in names}
+    assert t["kv_cache"].dtype == torch.uint8 and t["kv_cache"].shape[-1] == mla.FP8_ENTRY_BYTES[kv_format]
+    plan = mla.plan(t["seqlens"], t["block_table"], num_heads_q=h_q, num_heads_kv=h_kv, s_q=s_q, dtype=dtype,
+                    kv_format=kv_format, causal=causal, kernel=kernel, config=cpp["config"])
+    assert plan.kernel == cpp["kernel"] and plan.config == cpp["config"] and plan.kv_format == kv_format
+    out, lse = mla.decode(plan, t["q"], t["kv_cache"], kv_scale=t.get("kv_scale"))
+    torch.cuda.synchronize()
+    assert torch.equal(bits(out), bits(t["out"]))
+    assert torch.equal(bits(lse), bits(t["lse"]))
+
+
+@pytest.mark.parametrize("kv_format", FP8_FORMATS)
+@pytest.mark.parametrize("c", FP8_MATRIX, ids=matrix_id)
+def test_fp8_cache_quantised_in_python_matches_a_reference_on_it(kv_format, c):
+    lens, s_q, h_q, h_kv, causal, dtype = c
+    q, kv, block_table, seqlens = make_inputs(lens, s_q, h_q, h_kv, dtype)
+    cache, scale = fp8_cache(kv, kv_format)
+    dequantised = mla.dequantize_kv(cache, scale=scale)
+    assert dequantised.dtype == torch.float32 and dequantised.shape == kv.shape
+    plan = mla.plan(seqlens, block_table, num_heads_q=h_q, num_heads_kv=h_kv, s_q=s_q, kv_format=kv_format,
+                    causal=causal)
+    assert plan.kernel == FP8_DEFAULT[kv_format]  # no tuning cache here: the newest FP8 version
+    out, lse = mla.decode(plan, q, cache, kv_scale=scale, checked=True)
+    want = reference(q, dequantised, block_table, seqlens, causal=causal)
+    for name, got, ref in (("out", out, want[0]), ("lse", lse, want[1])):
+        (result,) = testing.verify(lambda: got, lambda: ref, lambda: (), names=[name], raise_on_fail=False,
+                                   **plan.tolerances[name])
+        assert result.passed, str(result)
+
+
+def test_fp8_quantize_writes_only_the_given_slots_and_reads_back():
+    kv = torch.randn((4, 64, 1, 576), device="cuda").to(torch.bfloat16)
+    for kv_format in FP8_FORMATS:
+        cache = torch.full((4, 64, 1, mla.FP8_ENTRY_BYTES[kv_format]), 0x5A, dtype=torch.uint8, device="cuda")
+        scale = (kv.float().abs().max() / 448).reshape(1) if kv_format == "fp8_tensor" else None
+        slots = torch.tensor([5, -1, 64 * 3 + 63], dtype=torch.int32, device="cuda")
+        rows = kv.reshape(-1, 1, 576)[[5, 6, 64 * 3 + 63]].contiguous()
+        mla.quantize_kv(rows, slots, cache, scale=scale, checked=True)
+        flat = cache.reshape(-1, cache.shape[-1])
+        written = torch.zeros(flat.shape[0], dtype=torch.bool, device="cuda")
+        written[[5, 64 * 3 + 63]] = True
+        assert bool((flat[~written] == 0x5A).all()), kv_format  # skipped and untouched slots keep their bytes
+        back = mla.dequantize_kv(cache, scale=scale).reshape(-1, 576)[written]
+        want = kv.reshape(-1, 576)[written].float()
+        rel = ((back - want).norm() / want.norm()).item()
+        assert rel < 0.05, (kv_format, rel)  # e4m3: 3 mantissa bits, rms relative ~2.4e-2
+        with pytest.raises(ValueError, match=r"slots"):
+            mla.quantize_kv(rows, torch.tensor([5, 5, 6], dtype=torch.int32, device="cuda"), cache, scale=scale,
+                            checked=True)
+
+
+def test_fp8_cuda_graph_and_torch_compile():
+    lens = [700, 64, 2000]
+    q, kv, block_table, seqlens = make_inputs(lens, 1, 64)
+    cache, scale = fp8_cache(kv, "fp8_tensor")
+    plan = mla.plan(seqlens, block_table, num_heads_q=64, kv_format="fp8_tensor")
+    want_o, want_l = mla.decode(plan, q, cache, kv_scale=scale)
+    out, lse = torch.empty_like(want_o), torch.empty_like(want_l)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        mla.decode(plan, q, cache, out=out, lse=lse, kv_scale=scale)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        plan.update(seqlens, block_table)
+        mla.decode(plan, q, cache, out=out, lse=lse, kv_scale=scale)
+    out.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(bits(out), bits(want_o)) and torch.equal(bits(lse), bits(want_l))
+
+    token_cache, _ = fp8_cache(kv, "fp8_token")
+    token_plan = mla.plan(seqlens, block_table, num_heads_q=64, kv_format="fp8_token")
+    token_o, token_l = mla.decode(token_plan, q, token_cache)
+    compiled = torch.compile(lambda q, c, s: (mla.decode(plan, q, c, kv_scale=s), mla.decode(token_plan, q, token_cache)))
+    (o1, l1), (o2, l2) = compiled(q, cache, scale)
+    assert torch.equal(bits(o1), bits(want_o)) and torch.equal(bits(l1), bits(want_l))
+    assert torch.equal(bits(o2), bits(token_o)) and torch.equal(bits(l2), bits(token_l))
+
+
+def test_fp8_cache_as_float8_e4m3fn_gives_the_same_bits():
+    q, kv, block_table, seqlens = make_inputs([300, 65], 1, 16)
+    cache, scale = fp8_cache(kv, "fp8_tensor")
+    plan = mla.plan(seqlens, block_table, num_heads_q=16, kv_format="fp8_tensor")
+    o_u8, l_u8 = mla.decode(plan, q, cache, kv_scale=scale)
+    o_f8, l_f8 = mla.decode(plan, q, cache.view(torch.float8_e4m3fn), kv_scale=scale)
+    torch.cuda.synchronize()
+    assert torch.equal(bits(o_u8), bits(o_f8)) and torch.equal(bits(l_u8), bits(l_f8))
+    o_one, _ = mla.decode_with_kvcache(q, cache.view(torch.float8_e4m3fn), block_table, seqlens, kv_scale=scale)
+    assert torch.equal(bits(o_one), bits(o_u8))
+
+
+def test_fp8_bad_scales_and_formats_are_refused_with_nothing_written():
+    q, kv, block_table, seqlens = make_inputs([300, 20], 1, 64)
+    tensor_cache, scale = fp8_cache(kv, "fp8_tensor")
+    token_cache, _ = fp8_cache(kv, "fp8_token")
+    tensor_plan = mla.plan(seqlens, block_table, num_heads_q=64, kv_format="fp8_tensor")
+    token_plan = mla.plan(seqlens, block_table, num_heads_q=64, kv_format="fp8_token")
+    out = torch.full((2, 1, 64, 512), 7.0, dtype=torch.bfloat16, device="cuda")
+    lse = torch.full((2, 64, 1), 7.0, dtype=torch.float32, device="cuda")
+
+    def untouched():
+        torch.cuda.synchronize()
+        return bool((out == 7).all() and (lse == 7).all())
+
+    with pytest.raises(ValueError, match=r"kv_scale: an fp8_tensor cache needs its device fp32 scale"):
+        mla.decode(tensor_plan, q, tensor_cache, out=out, lse=lse)
+    with pytest.raises(ValueError, match=r"kv_scale: given for an fp8_token cache"):
+        mla.decode(token_plan, q, token_cache, out=out, lse=lse, kv_scale=scale)
+    with pytest.raises(ValueError, match=r"kv_cache: an fp8_tensor cache .*; this kernel reads fp8_token"):
+        mla.decode(token_plan, q, tensor_cache, out=out, lse=lse, kv_scale=scale)
+    with pytest.raises(ValueError, match=r"kv_cache: a bf16 cache \(same as q\); this kernel reads fp8_tensor"):
+        mla.decode(tensor_plan, q, kv, out=out, lse=lse)
+    for bad in (0.0, float("nan"), -1.0):
+        with pytest.raises(ValueError, match=r"kv_scale: expected a finite value > 0"):
+            mla.decode(tensor_plan, q, tensor_cache, out=out, lse=lse, kv_scale=torch.tensor([bad], device="cuda"),
+                       checked=True)
+    # An owned token's scale NaN (request 1, token 7, group 2): checked calls name it.
+    page = int(block_table[1, 0])
+    token_cache[page, 7, 0, 512 + 8:512 + 12] = torch.tensor([float("nan")], device="cuda").view(torch.uint8)
+    with pytest.raises(ValueError, match=r"the scale of request 1, token 7, KV head 0, group 2"):
+        mla.decode(token_plan, q, token_cache, out=out, lse=lse, checked=True)
+    assert untouched()
+    with pytest.raises(ValueError, match=r"paged_sm90/v3 reads no fp8_token KV cache with bf16 q; kernels that do: "):
+        mla.plan(seqlens, block_table, num_heads_q=64, kv_format="fp8_token", kernel="cute/mla_decode/paged_sm90/v3")

@@ -30,7 +30,21 @@ def test_error_types():
 def test_mla_kernels_listed():
     names = mla.kernels()
     assert "cute/mla_decode/paged_sm90/v3" in names
+    assert "cute/mla_decode/paged_sm90_fp8/v18" in names
     assert all(n.startswith("cute/mla_decode/") for n in names)
+
+
+def test_mla_kernels_by_cache_format():
+    same, f16 = set(mla.kernels("bf16")), set(mla.kernels("f16"))
+    tensor, token = set(mla.kernels(kv_format="fp8_tensor")), set(mla.kernels(kv_format="fp8_token"))
+    assert "cute/mla_decode/paged_sm90/v3" in same and "cute/mla_decode/paged_sm90/v3" in f16
+    assert {"cute/mla_decode/paged_sm90_fp8/v13", "cute/mla_decode/paged_sm90_fp8/v10"} <= tensor
+    assert {"cute/mla_decode/paged_sm90_fp8/v18", "cute/mla_decode/paged_sm90_fp8/v17"} <= token
+    assert not same & (tensor | token)
+    assert "cute/mla_decode/paged_sm90_fp8/v18" not in tensor and "cute/mla_decode/paged_sm90_fp8/v13" not in token
+    assert set(mla.kernels()) == same | f16 | tensor | token
+    with pytest.raises(ValueError, match=r"kv_format fp8_token takes bf16 q and out, got dtype f16"):
+        mla.kernels("f16", "fp8_token")
 
 
 def case(b=2, s_q=1, h_q=16, h_kv=1, blocks=8, max_blocks=4, dtype=np.float16):
@@ -68,6 +82,40 @@ def test_check_args_names_the_bad_argument(field, value, pattern):
         check(**kw)
 
 
+@pytest.mark.parametrize("kw,pattern", [
+    (dict(kv_cache=np.zeros((8, 64, 1, 600), np.uint8)),
+     r"kv_cache: a u8 cache holds fp8_tensor \(last dim 576\) or fp8_token \(last dim 656\) entries"),
+    (dict(kv_cache=np.zeros((8, 64, 1, 656), np.uint8)), r"q: expected dtype bf16 with an fp8_token cache"),
+    (dict(kv_cache=np.zeros((8, 64, 1, 576), np.uint8)), r"q: expected dtype bf16 with an fp8_tensor cache"),
+    (dict(kv_scale=np.ones((1,), np.float32)), r"kv_scale: given for an f16 cache \(same as q\); only fp8_tensor"),
+    (dict(kv_cache=np.zeros((8, 64, 1, 576), np.uint8), kv_scale=np.ones((1,), np.float64)),
+     r"kv_scale: expected float32, got f64"),
+    (dict(kv_cache=np.zeros((8, 64, 1, 576), np.uint8), kv_scale=np.ones((2,), np.float32)),
+     r"kv_scale: expected one value"),
+])
+def test_check_args_fp8_caches_and_scales(kw, pattern):
+    args = case()
+    args.update(kw)
+    with pytest.raises(ValueError, match=pattern):
+        mla.check_args(**args)
+
+
+@pytest.mark.parametrize("call,pattern", [
+    (lambda: mla.quantize_kv(np.zeros((3, 1, 576), np.float16), np.zeros(3, np.int32), np.zeros((4, 64, 1, 600), np.uint8)),
+     r"cache: a uint8 cache holds fp8_tensor \(last dim 576\) or fp8_token \(last dim 656\)"),
+    (lambda: mla.quantize_kv(np.zeros((3, 1, 576), np.float16), np.zeros(3, np.int32),
+                             np.zeros((4, 64, 1, 656), np.uint8), kv_format="bf16"),
+     r"kv_format: expected fp8_tensor or fp8_token, got 'bf16'"),
+    (lambda: mla.quantize_kv(np.zeros((3, 1, 576), np.float16), np.zeros(3, np.int32), np.zeros((4, 64, 1, 656), np.uint8)),
+     r"cache: expected a CUDA device array, got one in cpu"),
+    (lambda: mla.dequantize_kv(np.zeros((4, 64, 1, 576), np.float16)), r"cache: expected an FP8 cache"),
+    (lambda: mla.dequantize_kv(np.zeros((4, 64, 1, 656), np.uint8)), r"cache: expected a CUDA device array"),
+])
+def test_quantize_and_dequantize_argument_errors(call, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        call()
+
+
 def test_check_args_rejects_padded_q():
     kw = case()
     kw["q"] = np.zeros((2, 1, 16, 600), np.float16)[..., :576]
@@ -103,6 +151,10 @@ def test_check_args_rejects_non_arrays():
     (dict(dtype="f32"), TypeError, r"dtype: expected bf16 or f16"),
     (dict(dtype="complex64"), TypeError, r"dtype: unknown element type"),
     (dict(max_batch=1), ValueError, r"seqlens: batch 2 exceeds max_batch = 1"),
+    (dict(kv_format="fp8"), ValueError, r"kv_format = 'fp8' is unknown, expected one of bf16, f16, fp8_tensor"),
+    (dict(kv_format="fp8_token", dtype="f16"), ValueError, r"kv_format fp8_token takes bf16 q and out, got dtype f16"),
+    (dict(kv_format="bf16", dtype="f16"), ValueError, r"a cache that is not FP8 is in q's dtype"),
+    (dict(kv_format="fp8_tensor"), ValueError, r"seqlens: expected a CUDA device array, got one in cpu"),
     (dict(), ValueError, r"seqlens: expected a CUDA device array, got one in cpu"),
 ])
 def test_plan_argument_errors(kw, exc, pattern):

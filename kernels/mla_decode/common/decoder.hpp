@@ -1,9 +1,9 @@
 #pragma once
 // MLA decode for callers outside the harness (the Python package, serving engines): a Decoder
-// runs a design on the caller's own tensors. Per decode step plan_step() enqueues the split
-// schedule of that step's lengths; per layer run() enqueues the kernels. A design offers one by
-// having its KernelPlan also derive from DecoderSource; open_decoder() picks the kernel and its
-// config (the tuning cache's winner when there is one) the way `cutelab run` does.
+// runs a design on the caller's own tensors, with a KV cache in q's dtype or in an FP8 format. Per decode
+// step plan_step() enqueues the split schedule of that step's lengths; per layer run() enqueues the kernels.
+// A design offers one by having its KernelPlan also derive from DecoderSource; open_decoder() picks the
+// kernel and its config (the tuning cache's winner when there is one) the way `cutelab run` does.
 
 #include <cuda_runtime_api.h>
 
@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cutelab/runtime/device.hpp"
@@ -26,8 +27,11 @@ struct DecoderShape {
   int s_q = 1;
   int h_q = 128;
   int h_kv = 1;
-  DType dtype = DType::bf16;
+  DType dtype = DType::bf16;          // of q and out
+  std::optional<KvFormat> kv_format;  // of the KV cache; empty: q's dtype (FP8 formats take bf16 q)
 
+  // The cache format every call must pass: kv_format, or the one of q's dtype.
+  [[nodiscard]] KvFormat cache_format() const noexcept;
   // Throws UsageError naming the field outside what the family supports.
   void validate() const;
 };
@@ -56,8 +60,10 @@ class DecoderSource {
   [[nodiscard]] virtual std::unique_ptr<Decoder> make_decoder(const DecoderShape& shape,
                                                               const ConfigDesc& config,
                                                               const DeviceInfo& dev) const = 0;
-  // Decoders take a KV cache in q's dtype; a design that reads only FP8 caches has none to give.
-  [[nodiscard]] virtual bool reads_cache_in_q_dtype() const { return true; }
+  // Whether its decoders take q of `dtype` with a cache in format `kv`.
+  [[nodiscard]] virtual bool serves(DType dtype, KvFormat kv) const = 0;
+  // What its kernel for `shape` rounds before the tensor cores (sets the outputs' tolerances).
+  [[nodiscard]] virtual MlaArithmetic arithmetic(const DecoderShape& shape) const = 0;
 };
 
 // The problem a decoder's configs are chosen for: the shape at its largest batch, with the
@@ -66,15 +72,17 @@ class DecoderSource {
                                       int max_seqlen);
 
 struct DecoderChoice {
-  std::string kernel;         // "cute/mla_decode/paged_sm90/v3"
-  std::string config;         // "fo8_mb1_evictfirst"
-  std::string config_source;  // "given", "cache" or "first valid"
+  std::string kernel;                                     // "cute/mla_decode/paged_sm90/v3"
+  std::string config;                                     // "fo8_mb1_evictfirst"
+  std::string config_source;                              // "given", "cache" or "first valid"
+  MlaArithmetic arithmetic = MlaArithmetic::q_precision;  // out_tolerance / lse_tolerance take it
   std::unique_ptr<Decoder> decoder;
 };
 
 struct DecoderRequest {
   std::string kernel;  // a registry query ("cute/mla_decode/paged_sm90/v2", "mla_decode"); empty: best
-                       // cached, else the family default
+                       // cached, else the family default, else (a format it does not read) the newest
+                       // version of the one design that serves the format
   std::string config;  // a config name; empty: the tuning cache's winner, else the first valid config
   bool causal = false;
   std::vector<int> lens;  // the step's lengths when the caller knows them on the host (cache key)
@@ -83,10 +91,12 @@ struct DecoderRequest {
 };
 
 // Throws UsageError when the kernel is unknown, is not an MLA decode kernel, serves no callers'
-// tensors, or the config is unknown or cannot run the shape on this device (with the reason).
+// tensors or not the shape's cache format, or the config is unknown or cannot run the shape on
+// this device (with the reason).
 [[nodiscard]] DecoderChoice open_decoder(const DecoderShape& shape, const DecoderRequest& request,
                                          const DeviceInfo& dev);
-// Names of the registered kernels that offer a Decoder.
-[[nodiscard]] std::vector<std::string> decoder_kernels();
+// Names of the registered kernels that offer a Decoder: for q of `dtype` with a cache in `kv`, or
+// (no format given) for any.
+[[nodiscard]] std::vector<std::string> decoder_kernels(std::optional<std::pair<DType, KvFormat>> served = {});
 
 }  // namespace cutelab::mla

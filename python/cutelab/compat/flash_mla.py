@@ -4,7 +4,8 @@ kernels: code written for FlashMLA's dense bf16/fp16 decode runs by changing one
     from cutelab.compat.flash_mla import get_mla_metadata, flash_mla_with_kvcache
 
 What FlashMLA's dense API does not cover here raises NotImplementedError: the FP8 KV cache
-(is_fp8_kvcache) and sparse attention (topk / indices).
+(is_fp8_kvcache; cutelab.mla takes that layout as kv_format="fp8_token") and sparse attention
+(topk / indices).
 
 Difference to know: tile_scheduler_metadata is an opaque cutelab object (the plan of the step,
 made at the first layer that uses it and reused by the others), not an int32 tensor; num_splits
@@ -18,6 +19,10 @@ from __future__ import annotations
 from typing import Any, Optional, Tuple
 
 from .. import mla
+
+# FlashMLA's dense decode has no FP8 cache (its 656-byte fp8 layout comes with sparse indices only).
+_FP8_NOT_SERVED = ("cutelab.compat.flash_mla: the FP8 KV cache (is_fp8_kvcache=True) is not served by FlashMLA's "
+                   "dense API; cutelab.mla serves that 656-byte layout densely: plan(..., kv_format='fp8_token')")
 
 
 class MlaMetadata:
@@ -61,8 +66,7 @@ def get_mla_metadata(cache_seqlens: Any, num_q_tokens_per_head_k: int, num_heads
     cache_seqlens: [b] int32; num_q_tokens_per_head_k: s_q * h_q // h_kv; num_heads_k: h_kv.
     """
     if is_fp8_kvcache:
-        raise NotImplementedError("cutelab.compat.flash_mla: the FP8 KV cache (is_fp8_kvcache=True) is not served; "
-                                  "use a bf16/fp16 cache")
+        raise NotImplementedError(_FP8_NOT_SERVED)
     if topk is not None:
         raise NotImplementedError("cutelab.compat.flash_mla: sparse attention (topk) is not served; dense decode only")
     import torch
@@ -81,8 +85,7 @@ def flash_mla_with_kvcache(q: Any, k_cache: Any, block_table: Any, cache_seqlens
     """FlashMLA's flash_mla_with_kvcache for dense decode: (out [b, s_q, h_q, head_dim_v],
     softmax_lse [b, h_q, s_q] float32). softmax_scale defaults to 1/sqrt(576)."""
     if is_fp8_kvcache:
-        raise NotImplementedError("cutelab.compat.flash_mla: the FP8 KV cache (is_fp8_kvcache=True) is not served; "
-                                  "use a bf16/fp16 cache")
+        raise NotImplementedError(_FP8_NOT_SERVED)
     if indices is not None:
         raise NotImplementedError("cutelab.compat.flash_mla: sparse attention (indices) is not served; "
                                   "dense decode only")

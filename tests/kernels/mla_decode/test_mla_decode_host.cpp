@@ -389,6 +389,18 @@ TEST(MlaDecoderProblem, KeyIsTheOneTheCliTunesUnder) {
   const Problem with_lens = make_problem(
       MlaDecodeProblem::family(), {{"b", "3"}, {"lens", "4641,45118,0"}, {"h", "16"}, {"causal", "true"}});
   EXPECT_EQ(decoder_problem(shape, true, {4641, 45118, 0}, 0).key(), with_lens.key());
+  // An FP8 cache: the key of `cutelab run --kv-dtype`; a cache in q's dtype named explicitly adds nothing.
+  for (const KvFormat kv : {KvFormat::fp8_tensor, KvFormat::fp8_token}) {
+    const DecoderShape fp8{128, 1, 64, 1, DType::bf16, kv};
+    const Problem flags = make_problem(
+        MlaDecodeProblem::family(),
+        {{"b", "128"}, {"t", "4096"}, {"h", "64"}, {"kv-dtype", std::string(kv_format_name(kv))}});
+    EXPECT_EQ(decoder_problem(fp8, false, {}, 4096).key(), flags.key());
+    EXPECT_NE(decoder_problem(fp8, false, {}, 4096).key(),
+              decoder_problem({128, 1, 64, 1, DType::bf16}, false, {}, 4096).key());
+  }
+  EXPECT_EQ(decoder_problem({128, 1, 16, 1, DType::bf16, KvFormat::bf16}, false, {}, 4096).key(),
+            from_flags.key());
 }
 
 TEST(MlaDecoderProblem, ShapeOutsideTheFamilyIsRefusedNamingTheField) {
@@ -405,6 +417,22 @@ TEST(MlaDecoderProblem, ShapeOutsideTheFamilyIsRefusedNamingTheField) {
   EXPECT_THAT(message({1, 9, 128, 1, DType::bf16}), HasSubstr("s_q = 9 outside [1, 8]"));
   EXPECT_THAT(message({1, 1, 16, 3, DType::bf16}), HasSubstr("h_q = 16 is not a multiple of h_kv = 3"));
   EXPECT_THAT(message({1, 1, 16, 1, DType::f32}), HasSubstr("dtype f32 is not supported"));
+  EXPECT_EQ(message({1, 1, 64, 1, DType::bf16, KvFormat::fp8_token}), "accepted");
+  EXPECT_EQ(message({1, 1, 64, 1, DType::bf16, KvFormat::fp8_tensor}), "accepted");
+  EXPECT_EQ(message({1, 1, 64, 1, DType::f16, KvFormat::f16}), "accepted");
+  EXPECT_THAT(message({1, 1, 64, 1, DType::f16, KvFormat::fp8_token}),
+              HasSubstr("kv_format fp8_token takes bf16 q, got f16"));
+  EXPECT_THAT(message({1, 1, 64, 1, DType::f16, KvFormat::bf16}),
+              HasSubstr("kv_format bf16 with f16 q: a cache that is not FP8 is in q's dtype"));
+}
+
+TEST(MlaDecoderProblem, CacheFormatIsQsDtypeUnlessFp8) {
+  EXPECT_EQ((DecoderShape{1, 1, 16, 1, DType::bf16}.cache_format()), KvFormat::bf16);
+  EXPECT_EQ((DecoderShape{1, 1, 16, 1, DType::f16}.cache_format()), KvFormat::f16);
+  EXPECT_EQ((DecoderShape{1, 1, 16, 1, DType::bf16, KvFormat::fp8_token}.cache_format()),
+            KvFormat::fp8_token);
+  EXPECT_EQ((DecoderShape{1, 1, 16, 1, DType::bf16, KvFormat::fp8_tensor}.cache_format()),
+            KvFormat::fp8_tensor);
 }
 
 // FP8 KV formats: every argument of quantize_kv is checked on the host (fake pointers: unchecked

@@ -157,7 +157,7 @@ std::vector<int> StepPlan::planned_blocks(cudaStream_t stream) const {
 Runner::Runner(const MlaDecodeDims& d, const DeviceInfo& dev, const TuneConfig& c, MainKernel main)
     : dims_(d), config_(c), main_(main) {
   CUTELAB_REQUIRE(main_.function != nullptr, "this design has no main kernel for ", dtype_name(d.dtype),
-                  " q with the KV format asked for (the decoder API asks for a cache in q's dtype)",
+                  " q with the KV format asked for",
                   c.partials == PartialFormat::out_dtype ? " writing partial rows in out's dtype" : "");
   CUTELAB_REQUIRE(main_.partials == c.partials, main_.name,
                   ": the main kernel writes other partial rows than the "

@@ -97,21 +97,28 @@ template <class Version>
 class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public DecoderSource {
   using Config = PlanConfig<Version>;
 
+  [[nodiscard]] static MlaArithmetic arithmetic_for_rows(int rows) {
+    if constexpr (requires { Version::arithmetic_for_rows(0); })
+      return Version::arithmetic_for_rows(rows);
+    else if constexpr (requires { Version::kArithmetic; })
+      return Version::kArithmetic;
+    else
+      return MlaArithmetic::q_precision;
+  }
+
  public:
   [[nodiscard]] KernelId id() const override { return Version::id(); }
   [[nodiscard]] ArchRequirement arch() const override { return {9, 0, true}; }
   [[nodiscard]] std::string summary() const override { return Version::summary(); }
 
   [[nodiscard]] MlaArithmetic arithmetic(const MlaDecodeProblem& p) const override {
-    if constexpr (requires { Version::arithmetic_for_rows(0); })
-      return Version::arithmetic_for_rows(rows_per_kv_head(p.s_q, p.h_q, p.h_kv));
-    else if constexpr (requires { Version::kArithmetic; })
-      return Version::kArithmetic;
-    else
-      return MlaArithmetic::q_precision;
+    return arithmetic_for_rows(rows_per_kv_head(p.s_q, p.h_q, p.h_kv));
   }
-  [[nodiscard]] bool reads_cache_in_q_dtype() const override {
-    return main_kernel_for<Version>(DType::bf16, KvFormat::bf16, PartialFormat::fp32).function != nullptr;
+  [[nodiscard]] MlaArithmetic arithmetic(const DecoderShape& shape) const override {
+    return arithmetic_for_rows(rows_per_kv_head(shape.s_q, shape.h_q, shape.h_kv));
+  }
+  [[nodiscard]] bool serves(DType dtype, KvFormat kv) const override {
+    return main_kernel_for<Version>(dtype, kv, PartialFormat::fp32).function != nullptr;
   }
   [[nodiscard]] std::unique_ptr<Decoder> make_decoder(const DecoderShape& shape, const ConfigDesc& config,
                                                       const DeviceInfo& dev) const override {
@@ -121,7 +128,7 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
     dims.h_q = shape.h_q;
     dims.h_kv = shape.h_kv;
     dims.dtype = shape.dtype;
-    const KvFormat kv = shape.dtype == DType::f16 ? KvFormat::f16 : KvFormat::bf16;
+    const KvFormat kv = shape.cache_format();
     const TuneConfig tune = Config::from_json(config.params).tune;
     return std::make_unique<RunnerDecoder>(
         Runner(dims, dev, tune,
