@@ -509,3 +509,51 @@ def test_fp8_bad_scales_and_formats_are_refused_with_nothing_written():
     assert untouched()
     with pytest.raises(ValueError, match=r"paged_sm90/v3 reads no fp8_token KV cache with bf16 q; kernels that do: "):
         mla.plan(seqlens, block_table, num_heads_q=64, kv_format="fp8_token", kernel="cute/mla_decode/paged_sm90/v3")
+
+
+def fp8_framework_case():
+    q, kv, block_table, seqlens = make_inputs([300, 64, 1000], 1, 32)
+    cache, _ = fp8_cache(kv, "fp8_token")
+    plan = mla.plan(seqlens, block_table, num_heads_q=32, kv_format="fp8_token")
+    out, lse = mla.decode(plan, q, cache)
+    torch.cuda.synchronize()
+    return (q, kv, cache, block_table, seqlens), (out, lse)
+
+
+def test_fp8_jax_inputs_give_the_same_bits():
+    jax = pytest.importorskip("jax")
+    import jax.dlpack
+    import numpy as np
+    (q, _, cache, block_table, seqlens), (out_t, lse_t) = fp8_framework_case()
+    deq_t = mla.dequantize_kv(cache)
+    j = [jax.dlpack.from_dlpack(x) for x in (q, cache, block_table, seqlens)]
+    plan_j = mla.plan(j[3], j[2], num_heads_q=32, kv_format="fp8_token")
+    out_j, lse_j = mla.decode(plan_j, j[0], j[1])
+    deq_j = mla.dequantize_kv(j[1])
+    assert isinstance(out_j, jax.Array) and isinstance(deq_j, jax.Array)
+    torch.cuda.synchronize()
+    assert np.array_equal(np.asarray(out_j).view(np.uint16), bits(out_t).cpu().numpy().view(np.uint16))
+    assert np.array_equal(np.asarray(lse_j).view(np.uint32), bits(lse_t).cpu().numpy().view(np.uint32))
+    assert np.array_equal(np.asarray(deq_j).view(np.uint32), bits(deq_t).cpu().numpy().view(np.uint32))
+
+
+def test_fp8_cupy_inputs_give_the_same_bits():
+    cupy = pytest.importorskip("cupy")
+    (q, kv, cache, block_table, seqlens), (out_t, lse_t) = fp8_framework_case()
+    try:
+        q_c = cupy.from_dlpack(q)
+    except Exception as e:  # FP8 caches take bf16 q
+        pytest.skip(f"CuPy {cupy.__version__} does not import a bfloat16 array through DLPack: {e}")
+    c = [cupy.from_dlpack(x) for x in (cache, block_table, seqlens)]
+    plan_c = mla.plan(c[2], c[1], num_heads_q=32, kv_format="fp8_token")
+    out_c, lse_c = mla.decode(plan_c, q_c, c[0])
+    rows = kv.reshape(-1, 1, 576)[:64].contiguous()
+    page_t = torch.zeros((1, 64, 1, 656), dtype=torch.uint8, device="cuda")
+    mla.quantize_kv(rows, torch.arange(64, dtype=torch.int32, device="cuda"), page_t)
+    torch.cuda.synchronize()
+    page_c = cupy.zeros((1, 64, 1, 656), dtype=cupy.uint8)
+    mla.quantize_kv(cupy.from_dlpack(rows), cupy.arange(64, dtype=cupy.int32), page_c)
+    cupy.cuda.get_current_stream().synchronize()
+    assert torch.equal(bits(torch.from_dlpack(out_c)), bits(out_t))
+    assert torch.equal(bits(torch.from_dlpack(lse_c)), bits(lse_t))
+    assert torch.equal(torch.from_dlpack(page_c), page_t)
