@@ -557,3 +557,19 @@ def test_fp8_cupy_inputs_give_the_same_bits():
     assert torch.equal(bits(torch.from_dlpack(out_c)), bits(out_t))
     assert torch.equal(bits(torch.from_dlpack(lse_c)), bits(lse_t))
     assert torch.equal(torch.from_dlpack(page_c), page_t)
+
+
+def test_fp8_config_from_the_tuning_cache(tmp_path, monkeypatch):
+    cli = os.environ.get("CUTELAB_CLI")
+    if not cli:
+        pytest.skip("CUTELAB_CLI is not set: the cutelab binary tunes into the cache this test reads")
+    import json
+    import subprocess
+    _, _, block_table, seqlens = make_inputs([100] * 4, 1, 16)
+    monkeypatch.setenv("CUTELAB_CACHE_DIR", str(tmp_path))
+    subprocess.run([cli, "run", "cute/mla_decode/paged_sm90_fp8/v18", "--b=4", "--t=100", "--h=16", "--kv-dtype=fp8_token",
+                    "--tune", "--max-time", "0.05", "--no-check"], check=True, capture_output=True)
+    (entry,) = json.loads((tmp_path / "tune.json").read_text())["entries"].values()
+    cached = mla.plan(seqlens, block_table, num_heads_q=16, kv_format="fp8_token", max_seqlen=100)
+    assert cached.kernel == "cute/mla_decode/paged_sm90_fp8/v18"
+    assert cached.config_source == "cache" and cached.config == entry["config"]
