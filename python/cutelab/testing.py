@@ -97,11 +97,16 @@ class BenchResult:
     graph: bool            # replayed from a CUDA graph (else direct launches)
     sets: int = 1          # input sets rotated over (rotating mode)
     samples_us: list = field(default_factory=list, repr=False)
+    # The SM clock and the driver's slowdown reasons while the samples were taken (the CLI's `clocks`
+    # record: sm_mhz_min / max, slowed_samples, slowdowns, brief, ...); {"available": False, "why": ..}
+    # where nvidia-smi cannot say.
+    clocks: dict = field(default_factory=dict, repr=False)
 
     def __str__(self) -> str:
         how = f"{self.sets} sets rotated" if self.mode == "rotating" else "L2 flushed"
+        sm = f"; SM MHz {self.clocks['brief']}" if self.clocks.get("available") else ""
         return (f"{self.median_us:.2f} us median (p10 {self.p10_us:.2f}, p90 {self.p90_us:.2f}; n={self.n}, "
-                f"{self.stop_reason}; {how}, {'graph' if self.graph else 'direct'})")
+                f"{self.stop_reason}; {how}, {'graph' if self.graph else 'direct'}{sm})")
 
 
 def _torch():
@@ -134,25 +139,31 @@ def _capture(torch, calls: Callable[[], None], use_graph: bool):
 
 
 def _sample(torch, replay, per_call: int, flush, warmup: int, min_samples: int, max_samples: int,
-            max_seconds: float, target_rel_ci: float) -> tuple[list, str]:
+            max_seconds: float, target_rel_ci: float) -> tuple[list, str, dict]:
     for _ in range(warmup):
         replay()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     samples: list[float] = []
+    sampler = _C.ClockSampler(torch.cuda.current_device())
+    sampler.start()
     began = time.perf_counter()
-    while True:
-        if flush is not None:
-            flush()
-        start.record()
-        replay()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1000.0 / per_call)
-        done, reason = _C.sampling_done(samples, time.perf_counter() - began, min_samples, max_samples,
-                                        max_seconds, target_rel_ci)
-        if done:
-            return samples, reason
+    try:
+        while True:
+            if flush is not None:
+                flush()
+            start.record()
+            replay()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) * 1000.0 / per_call)
+            done, reason = _C.sampling_done(samples, time.perf_counter() - began, min_samples, max_samples,
+                                            max_seconds, target_rel_ci)
+            if done:
+                break
+    finally:
+        clocks = sampler.stop()
+    return samples, reason, clocks
 
 
 def bench(fn: Callable, *, timing: str = "flush", get_inputs: Optional[Callable[[], Any]] = None,
@@ -182,8 +193,8 @@ def bench(fn: Callable, *, timing: str = "flush", get_inputs: Optional[Callable[
         args = _as_tuple(get_inputs()) if get_inputs is not None else ()
         scratch = torch.empty(2 * l2 // 4 + 1, dtype=torch.int32, device="cuda")
         replay, graph, note = _capture(torch, lambda: fn(*args), use_graph)
-        samples, reason = _sample(torch, replay, 1, scratch.zero_, warmup, min_samples, max_samples, max_seconds,
-                                  target_rel_ci)
+        samples, reason, clocks = _sample(torch, replay, 1, scratch.zero_, warmup, min_samples, max_samples,
+                                          max_seconds, target_rel_ci)
         k = 1
     else:
         first = _as_tuple(get_inputs())
@@ -202,8 +213,8 @@ def bench(fn: Callable, *, timing: str = "flush", get_inputs: Optional[Callable[
                 fn(*a)
 
         replay, graph, note = _capture(torch, calls, use_graph)
-        samples, reason = _sample(torch, replay, k, None, warmup, min_samples, max_samples, max_seconds,
-                                  target_rel_ci)
+        samples, reason, clocks = _sample(torch, replay, k, None, warmup, min_samples, max_samples, max_seconds,
+                                          target_rel_ci)
     s = _C.summarize_samples(samples)
     return BenchResult(timing, s["median_us"], s["p10_us"], s["p90_us"], s["mean_us"], s["min_us"], s["n"],
-                       s["rel_ci"], reason + (f"; {note}" if note else ""), graph, k, samples)
+                       s["rel_ci"], reason + (f"; {note}" if note else ""), graph, k, samples, clocks)

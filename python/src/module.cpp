@@ -26,6 +26,7 @@
 
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/check.hpp"
+#include "cutelab/runtime/clocks.hpp"
 #include "cutelab/runtime/device.hpp"
 #include "cutelab/runtime/registry.hpp"
 #include "cutelab/runtime/tensor.hpp"
@@ -564,6 +565,24 @@ NB_MODULE(_C, m) {
         return reinterpret_cast<std::uintptr_t>(s);
       },
       "device"_a, "A non-blocking stream on `device`, never destroyed (one per device, for JAX callers).");
+  // The CLI's clock record for Python timings: polls nvidia-smi (read only) between start() and stop().
+  nb::class_<ClockSampler>(m, "ClockSampler")
+      .def(nb::init<int, int>(), "device"_a, "period_ms"_a = 100)
+      .def("start", &ClockSampler::start)
+      .def(
+          "stop",
+          [](ClockSampler& sampler) {
+            ClockSummary summary;
+            {
+              nb::gil_scoped_release release;  // joins the polling thread
+              summary = sampler.stop();
+            }
+            nlohmann::json j = summary.to_json();
+            j["brief"] = summary.brief();
+            j["text"] = summary.str();
+            return to_python(j);
+          },
+          "The clocks seen since start(): the CLI's JSON `clocks` record, plus `brief` and `text`.");
   m.def("rotating_set_count", &rotating_set_count, "l2_bytes"_a, "set_bytes"_a, "free_bytes"_a,
         "margin_bytes"_a);
   m.def(

@@ -338,6 +338,8 @@ def test_verify_and_bench_on_the_kernel():
     rotating = testing.bench(lambda q, kv: mla.decode(plan, q, kv, out=out, lse=lse), timing="rotating",
                              get_inputs=lambda: next(it), sets=3)
     assert rotating.graph and rotating.sets == 3 and rotating.median_us > 0
+    assert flush.clocks["available"] and rotating.clocks["available"], (flush.clocks, rotating.clocks)
+    assert "SM MHz" in str(flush)
     print(f"b8 s1 h128 t4096: flush {flush}; rotating {rotating}")
 
 

@@ -4,6 +4,7 @@ signature, verify() on NumPy functions, the timing statistics."""
 import inspect
 import pathlib
 import re
+import time
 import tomllib
 
 import numpy as np
@@ -240,3 +241,27 @@ def test_timing_statistics_are_the_labs():
     assert done and reason == "converged"
     done, _ = cutelab._C.sampling_done([1.0] * 5, 0.1, 20, 2000, 2.0, 0.005)
     assert not done
+
+
+def test_clock_sampler_says_why_without_nvidia_smi(monkeypatch):
+    monkeypatch.setenv("CUTELAB_NVIDIA_SMI", "/nonexistent/nvidia-smi")
+    sampler = cutelab._C.ClockSampler(0, 5)
+    sampler.start()
+    clocks = sampler.stop()
+    assert clocks["available"] is False and "nvidia-smi not found" in clocks["why"]
+    assert clocks["brief"] == "-" and "not recorded" in clocks["text"]
+
+
+def test_clock_sampler_reads_the_slowdown_reasons(tmp_path, monkeypatch):
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho '1500, 2619, 1980, 250.5, 50, 0x0000000000000004'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CUTELAB_NVIDIA_SMI", str(fake))
+    sampler = cutelab._C.ClockSampler(0, 5)
+    sampler.start()
+    time.sleep(0.05)
+    clocks = sampler.stop()
+    assert clocks["available"] is True, clocks
+    assert clocks["sm_mhz_median"] == 1500 and clocks["slowdowns"] == "SW power cap"
+    assert clocks["slowed_samples"] == clocks["samples"] >= 1
+    assert clocks["brief"] == f"1500 slow {clocks['samples']}/{clocks['samples']}"
