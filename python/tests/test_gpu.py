@@ -347,6 +347,8 @@ def test_verify_and_bench_on_the_kernel():
 
 FP8_FORMATS = ["fp8_tensor", "fp8_token"]
 FP8_DEFAULT = {"fp8_tensor": "cute/mla_decode/paged_sm90_fp8/v13", "fp8_token": "cute/mla_decode/paged_sm90_fp8/v18"}
+
+
 def seen_rows(lens, s_q, h_q, causal):
     """Query rows (lse values) that see at least one key."""
     return sum(h_q * sum(1 for i in range(s_q) if (n - s_q + 1 + i if causal else n) > 0) for n in lens)
@@ -384,7 +386,8 @@ def test_fp8_python_path_equals_cpp_path_bit_for_bit(kv_format, c):
     kernel = FP8_DEFAULT[kv_format]
     cpp = cutelab._C.cpp_case(kernel=kernel, config="", s_q=s_q, h_q=h_q, h_kv=h_kv, lens=lens, causal=causal,
                               dtype=dtype, kv_format=kv_format, seed=7, device=0, db_path=DB)
-    names = ("q", "kv_cache", "block_table", "seqlens", "out", "lse") + (("kv_scale",) if kv_format == "fp8_tensor" else ())
+    names = ("q", "kv_cache", "block_table", "seqlens", "out", "lse")
+    names += ("kv_scale",) if kv_format == "fp8_tensor" else ()
     t = {k: torch.from_dlpack(cpp[k]) for k in names}
     assert t["kv_cache"].dtype == torch.uint8 and t["kv_cache"].shape[-1] == mla.FP8_ENTRY_BYTES[kv_format]
     plan = mla.plan(t["seqlens"], t["block_table"], num_heads_q=h_q, num_heads_kv=h_kv, s_q=s_q, dtype=dtype,
