@@ -121,6 +121,20 @@ std::vector<std::pair<const char*, const Array*>> named(
   return all;
 }
 
+// Every array of a decode call on CUDA device `device` (device < 0: all on one, returned).
+int require_call_on_cuda(int device, const Array& q, const Array& kv_cache, const Array& block_table,
+                         const Array& seqlens, const Array& out, const Array& lse,
+                         const std::optional<Array>& kv_scale) {
+  return require_cuda(named({{"q", &q},
+                             {"kv_cache", &kv_cache},
+                             {"block_table", &block_table},
+                             {"seqlens", &seqlens},
+                             {"out", &out},
+                             {"lse", &lse}},
+                            kv_scale),
+                      device);
+}
+
 mla::MlaDecodeArgs mla_args(const Array& q, const Array& kv_cache, const Array& block_table,
                             const Array& seqlens, const Array& out, const Array& lse, float softmax_scale,
                             bool causal, const std::optional<Array>& kv_scale) {
@@ -222,14 +236,7 @@ class MlaDecoder {
            bool causal, bool checked, std::uintptr_t stream) const {
     const mla::MlaDecodeArgs args =
         mla_args(q, kv_cache, block_table, seqlens, out, lse, softmax_scale, causal, kv_scale);
-    require_cuda(named({{"q", &q},
-                        {"kv_cache", &kv_cache},
-                        {"block_table", &block_table},
-                        {"seqlens", &seqlens},
-                        {"out", &out},
-                        {"lse", &lse}},
-                       kv_scale),
-                 device_);
+    require_call_on_cuda(device_, q, kv_cache, block_table, seqlens, out, lse, kv_scale);
     DeviceScope scope(device_);
     choice_.decoder->run(args, checked, as_stream(stream));
     mark_use(as_stream(stream));
@@ -371,14 +378,7 @@ NB_MODULE(_C, m) {
         (void)mla::validate_args(
             mla_args(q, kv_cache, block_table, seqlens, out, lse, softmax_scale, causal, kv_scale),
             /*checked=*/false, nullptr, mla::KvFormats::all());
-        require_cuda(named({{"q", &q},
-                            {"kv_cache", &kv_cache},
-                            {"block_table", &block_table},
-                            {"seqlens", &seqlens},
-                            {"out", &out},
-                            {"lse", &lse}},
-                           kv_scale),
-                     -1);
+        require_call_on_cuda(-1, q, kv_cache, block_table, seqlens, out, lse, kv_scale);
       },
       "q"_a, "kv_cache"_a, "block_table"_a, "seqlens"_a, "out"_a, "lse"_a, "kv_scale"_a.none(),
       "softmax_scale"_a, "causal"_a,

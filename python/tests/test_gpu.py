@@ -261,15 +261,22 @@ def test_torch_compile_of_a_function_calling_the_op():
     assert torch.equal(bits(o2), bits(want_o)) and torch.equal(bits(l2), bits(want_l))
 
 
-def test_wrong_reuse_is_refused_and_nothing_is_written():
-    q, kv, block_table, seqlens = make_inputs([300, 20], 1, 64)
-    plan = mla.plan(seqlens, block_table, num_heads_q=64)
-    out = torch.full((2, 1, 64, 512), 7.0, dtype=torch.bfloat16, device="cuda")
-    lse = torch.full((2, 64, 1), 7.0, dtype=torch.float32, device="cuda")
+def marked_outputs(b, s_q, h_q):
+    """bf16 out and fp32 lse filled with 7, and a check that nothing has written them since (syncs)."""
+    out = torch.full((b, s_q, h_q, 512), 7.0, dtype=torch.bfloat16, device="cuda")
+    lse = torch.full((b, h_q, s_q), 7.0, dtype=torch.float32, device="cuda")
 
     def untouched():
         torch.cuda.synchronize()
         return bool((out == 7).all() and (lse == 7).all())
+
+    return out, lse, untouched
+
+
+def test_wrong_reuse_is_refused_and_nothing_is_written():
+    q, kv, block_table, seqlens = make_inputs([300, 20], 1, 64)
+    plan = mla.plan(seqlens, block_table, num_heads_q=64)
+    out, lse, untouched = marked_outputs(b=2, s_q=1, h_q=64)
 
     with pytest.raises(ValueError, match=r"call shape \(s_q 1, h_q 16"):
         mla.decode(plan, q[:, :, :16].contiguous(), kv, out=out[:, :, :16].contiguous(), lse=lse[:, :16].contiguous())
@@ -487,12 +494,7 @@ def test_fp8_bad_scales_and_formats_are_refused_with_nothing_written():
     token_cache, _ = fp8_cache(kv, "fp8_token")
     tensor_plan = mla.plan(seqlens, block_table, num_heads_q=64, kv_format="fp8_tensor")
     token_plan = mla.plan(seqlens, block_table, num_heads_q=64, kv_format="fp8_token")
-    out = torch.full((2, 1, 64, 512), 7.0, dtype=torch.bfloat16, device="cuda")
-    lse = torch.full((2, 64, 1), 7.0, dtype=torch.float32, device="cuda")
-
-    def untouched():
-        torch.cuda.synchronize()
-        return bool((out == 7).all() and (lse == 7).all())
+    out, lse, untouched = marked_outputs(b=2, s_q=1, h_q=64)
 
     with pytest.raises(ValueError, match=r"kv_scale: an fp8_tensor cache needs its device fp32 scale"):
         mla.decode(tensor_plan, q, tensor_cache, out=out, lse=lse)
