@@ -68,8 +68,8 @@ std::string share(double value, double ceiling) {
 }
 
 std::string tolerance_text(const Tolerance& t) {
-  return "atol " + format_sci(t.atol) + ", rtol " + format_sci(t.rtol) + ", rel L2 < " +
-         format_sci(t.max_rel_l2);
+  return "atol " + format_sci(t.atol) + ", rtol " + format_sci(t.rtol) +
+         (t.max_rel_l2 > 0 ? ", rel L2 < " + format_sci(t.max_rel_l2) : ", rel L2 not applied");
 }
 
 // Both ways of calling a kernel with a setup count: one failure fails the row.

@@ -119,6 +119,15 @@ TEST(RenderRun, FailedCheckSaysWhy) {
   EXPECT_NE(text.find("CHECK FAILED"), std::string::npos) << text;
 }
 
+// A tolerance without a relative L2 bound (0: not applied) says so rather than "rel L2 < 0".
+TEST(RenderRun, RelativeL2NotAppliedIsNamed) {
+  RunResult r = sample_run(200.0, true);
+  r.checks[0].tol.max_rel_l2 = 0;
+  const std::string text = render_run(r);
+  EXPECT_NE(text.find("rel L2 not applied"), std::string::npos) << text;
+  EXPECT_EQ(text.find("rel L2 < 0"), std::string::npos) << text;
+}
+
 TEST(RenderRun, SkippedSaysOnlyWhy) {
   RunResult r;
   r.kernel = "cute/mla_decode/paged_sm90/v1";

@@ -14,7 +14,7 @@ namespace cutelab {
 struct Tolerance {
   double atol = 0;
   double rtol = 0;
-  double max_rel_l2 = 0;  // the relative L2 error must also stay under this
+  double max_rel_l2 = 0;  // the relative L2 error must also stay under this; 0: not applied
 };
 
 struct CheckResult {

@@ -172,8 +172,10 @@ MlaDecodeWorkspace::MlaDecodeWorkspace(MlaDecodeCase c, std::uint64_t seed) : ca
 }
 
 std::vector<OutputSpec> MlaDecodeWorkspace::outputs() const {
-  return {{"out", out.view(), out_tolerance(case_.dtype, case_.kv_format, case_.arithmetic)},
-          {"lse", lse.view(), lse_tolerance(case_.kv_format, case_.arithmetic)}};
+  Tolerance out_tol = out_tolerance(case_.dtype, case_.kv_format, case_.arithmetic);
+  Tolerance lse_tol = lse_tolerance(case_.kv_format, case_.arithmetic);
+  if (!relative_l2_is_a_statistic(case_)) out_tol.max_rel_l2 = lse_tol.max_rel_l2 = 0;
+  return {{"out", out.view(), out_tol}, {"lse", lse.view(), lse_tol}};
 }
 
 MlaDecodeArgs MlaDecodeWorkspace::args() const {
@@ -245,6 +247,28 @@ ArithmeticTolerances requantised_arithmetic_tolerances() {
 // (P rounded, fp32 accumulate, pages of 64) against fp64, 10^6 elements per length, lengths
 // 1..4096: rel L2 1.8e-3..2.1e-3 (f16 2.2e-4..2.6e-4); the atol needed beside rtol peaked at
 // 3.7e-3 (f16 4.5e-4) for 2-8 keys, where two weights of similar size can cancel.
+// The relative L2 bounds below are statistics sized over hundreds of rows per length. Over n rows
+// that each see a few keys, the ratio of the error norm to the reference norm is a draw with ~n
+// degrees of freedom (lse: F(n, n)); at the FP8 bounds, ~1.5x the expected ratio for one-key rows,
+// a correct kernel exceeds them with probability 0.3 at n = 2, 0.05 at 16 and 1e-3 at 64
+// (docs/knowledge/anti-patterns/relative-l2-over-few-values.md). A row that sees 64 keys or more
+// has an lse error far inside the bound and an out error spread over independent P roundings, so
+// a case whose rows all see that many keys keeps it at any count.
+bool relative_l2_is_a_statistic(const MlaDecodeCase& c) {
+  constexpr std::int64_t kMinRows = 64;
+  constexpr int kManyKeys = 64;
+  std::int64_t rows = 0;
+  bool few_key_row = false;
+  for (int len : c.seqlens)
+    for (int s = 0; s < c.s_q; ++s) {
+      const int keys = c.causal ? std::max(0, len - c.s_q + s + 1) : len;
+      if (keys == 0) continue;
+      rows += c.h_q;
+      few_key_row = few_key_row || keys < kManyKeys;
+    }
+  return rows >= kMinRows || (rows > 0 && !few_key_row);
+}
+
 Tolerance out_tolerance(DType dtype, KvFormat kv, MlaArithmetic arithmetic) {
   if (arithmetic == MlaArithmetic::e4m3_q_and_p) return e4m3_arithmetic_tolerances().out;
   if (arithmetic == MlaArithmetic::e4m3_requantised) return requantised_arithmetic_tolerances().out;

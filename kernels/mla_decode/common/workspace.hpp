@@ -51,5 +51,10 @@ class MlaDecodeWorkspace : public Workspace {
                                       MlaArithmetic arithmetic = MlaArithmetic::q_precision);
 [[nodiscard]] Tolerance lse_tolerance(KvFormat kv = KvFormat::bf16,
                                       MlaArithmetic arithmetic = MlaArithmetic::q_precision);
+// Whether the tolerances' relative L2 bounds are a statistic on this case: at least 64 query rows
+// see a key, or every row that does sees 64 or more. Otherwise the workspace's outputs are held
+// to the element-wise bounds alone (a few-key row's outputs are O(1), where a wrong page or scale
+// is far outside atol).
+[[nodiscard]] bool relative_l2_is_a_statistic(const MlaDecodeCase& c);
 
 }  // namespace cutelab::mla

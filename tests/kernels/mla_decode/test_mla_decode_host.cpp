@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -376,6 +377,35 @@ TEST(MlaDecodeTolerance, FollowsMeasureMd) {
   EXPECT_LT(f16.max_rel_l2, bf16.max_rel_l2);
   EXPECT_LT(f16.atol, bf16.atol);
   EXPECT_LE(lse_tolerance().max_rel_l2, 1e-5);  // fp32
+}
+
+// The relative L2 bound is kept where it is a statistic: 64 rows that see a key, or rows that all
+// see 64 keys or more (relative-l2-over-few-values.md).
+TEST(MlaDecodeTolerance, RelativeL2OnlyWhereItIsAStatistic) {
+  const auto with = [](int b, int s_q, int h_q, bool causal, std::vector<int> lens) {
+    MlaDecodeCase c;
+    c.b = b;
+    c.s_q = s_q;
+    c.h_q = h_q;
+    c.causal = causal;
+    c.seqlens = std::move(lens);
+    return c;
+  };
+  EXPECT_FALSE(relative_l2_is_a_statistic(with(1, 1, 1, false, {1})));
+  EXPECT_FALSE(relative_l2_is_a_statistic(with(1, 4, 1, true, {2})));  // two rows see a key
+  EXPECT_FALSE(relative_l2_is_a_statistic(with(1, 1, 16, false, {20})));
+  EXPECT_FALSE(relative_l2_is_a_statistic(with(6, 1, 1, false, {3, 64, 128, 129, 0, 1000})));
+  EXPECT_FALSE(relative_l2_is_a_statistic(with(2, 1, 1, false, {0, 0})));  // no row sees a key
+  // 48 rows: of 4 x 16 causal rows, those of s = 0 see no key (3 - 4 + 0 + 1 = 0).
+  EXPECT_FALSE(relative_l2_is_a_statistic(with(1, 4, 16, true, {3})));
+  EXPECT_TRUE(relative_l2_is_a_statistic(with(1, 4, 16, true, {4})));  // 64 rows, 1-4 keys
+  EXPECT_TRUE(relative_l2_is_a_statistic(with(1, 1, 64, false, {1})));
+  EXPECT_TRUE(relative_l2_is_a_statistic(with(1, 1, 1, false, {64})));  // one row, many keys
+  EXPECT_TRUE(relative_l2_is_a_statistic(with(1, 1, 16, false, {4096})));
+  EXPECT_TRUE(relative_l2_is_a_statistic(with(2, 1, 16, false, {0, 65})));
+  // Causal: row s of a length-64 request with s_q 2 sees 63 + s keys.
+  EXPECT_FALSE(relative_l2_is_a_statistic(with(1, 2, 16, true, {64})));
+  EXPECT_TRUE(relative_l2_is_a_statistic(with(1, 2, 16, true, {65})));
 }
 
 // The Python package's decoders look configs up in the tuning cache under the key `cutelab run`

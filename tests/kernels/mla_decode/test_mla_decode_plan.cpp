@@ -462,5 +462,42 @@ TEST(MlaDecodeQTile, V3RefusesTilesThatStartInsideAQueryToken) {
     EXPECT_FALSE(v3.validate(small, c, dev).has_value()) << c.name;
 }
 
+// Host code only: an untuned call (no tuning-cache entry) takes the first valid config, and each
+// paged_sm90 design lists first the one the tuned suites pick or come within ~1% of
+// (docs/kernels/mla-decode.md, "The untuned default").
+TEST(MlaDecodeConfigs, UntunedDefaultComesFirst) {
+  DeviceInfo dev;  // an H200's limits, as far as configs() and validate() ask
+  dev.cc_major = 9;
+  dev.sm_count = 132;
+  dev.regs_per_sm = 65536;
+  dev.smem_per_block_optin = 232448;
+  const auto first = [&](const char* id, std::map<std::string, std::string> given) {
+    const Problem problem = make_problem(MlaDecodeProblem::family(), given);
+    const KernelPlan& plan = Registry::instance().find(id);
+    for (const ConfigDesc& c : plan.configs(problem, dev))
+      if (!plan.validate(problem, c, dev)) return c.name;
+    return std::string("none");
+  };
+  const char* v3 = "cute/mla_decode/paged_sm90/v3";
+  EXPECT_EQ(first(v3, {{"b", "128"}, {"h", "16"}, {"t", "4096"}}), "fo8_mb1_evictnormal");
+  EXPECT_EQ(first(v3, {{"b", "128"}, {"h", "128"}, {"t", "16384"}}), "fo8_mb1_evictnormal_p16");
+  EXPECT_EQ(first(v3, {{"b", "128"}, {"h", "128"}, {"varlen", "true"}}), "fo2_mb1_evictnormal_p16");
+  EXPECT_EQ(first(v3, {{"b", "1"}, {"h", "128"}, {"t", "4096"}}), "fo8_mb1_evictnormal_p16");
+  EXPECT_EQ(first(v3, {{"b", "1"}, {"h", "16"}, {"t", "1024"}}), "fo2_mb1_evictnormal");  // 16 pages
+  EXPECT_EQ(first(v3, {{"b", "32"}, {"h", "16"}, {"t", "2048"}}), "fo8_mb1_evictfirst");
+  EXPECT_EQ(
+      first(v3, {{"b", "4"}, {"s", "4"}, {"h", "16"}, {"causal", "true"}, {"lens", "4641,45118,1730,1696"}}),
+      "fo2_mb1_evictfirst");
+  EXPECT_EQ(first(v3, {{"b", "4"}, {"h", "16"}, {"lens", "1500,1500,1500,1500"}}), "fo8_mb1_evictfirst");
+  EXPECT_EQ(first(v3, {{"b", "4"}, {"h", "16"}, {"lens", "700,700,700,700"}}), "fo2_mb1_evictfirst");
+  // 8 M tiles a request leave SMs idle: the tail row's variant.
+  EXPECT_EQ(first(v3, {{"b", "64"}, {"s", "4"}, {"h", "128"}, {"causal", "true"}, {"varlen", "true"}}),
+            "fo2_mb1_evictnormal_p16_tail");
+  // The FP8 tensor-core designs: no 16-bit partial rows; KV evicted first above 32 rows a KV head.
+  const char* v18 = "cute/mla_decode/paged_sm90_fp8/v18";
+  EXPECT_EQ(first(v18, {{"b", "128"}, {"h", "128"}, {"kv-dtype", "fp8_token"}}), "fo8_mb1_evictfirst");
+  EXPECT_EQ(first(v18, {{"b", "128"}, {"h", "32"}, {"kv-dtype", "fp8_token"}}), "fo8_mb1_evictnormal");
+}
+
 }  // namespace
 }  // namespace cutelab::mla

@@ -11,8 +11,12 @@
 //     static constexpr int kMinBlocksPerPart[N];  // the schedule's shortest-part values to tune over
 //     static constexpr MlaArithmetic kArithmetic;  // optional: what it rounds to e4m3 (default none)
 //     static MlaArithmetic arithmetic_for_rows(int rows);  // optional, instead: by query rows a KV head
+//     static constexpr int kEvictFirstAboveRows;  // optional: the untuned default's evict-first rows
 //   };
 
+#include <algorithm>
+#include <climits>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +32,32 @@ namespace cutelab::mla::paged_sm90 {
 // version that writes partial rows in out's dtype has main_kernel(DType, KvFormat, PartialFormat);
 // one whose kernel depends on the query rows a KV head (`rows` = s_q * h_q / h_kv, 0 where no
 // problem is known) has main_kernel_for_rows(DType, KvFormat, int).
+// The config an untuned call starts from, read off the tuned suites (v3 over 26-31 runs, the FP8
+// designs over 14-22; docs/kernels/mla-decode.md, "The untuned default"): within ~1% of each row's
+// best where the first of the tuning order was up to 1.25x behind. Shortest parts of one page; a
+// piece costed at 8 pages unless the lengths vary or a request has at most 16 pages; KV pages
+// evicted first between 2 and 63 requests (the normal hint is 4-6% faster from 64 requests at one
+// M tile a KV head, 1% at one request) and, in a design that says so, above `evict_first_above_rows`
+// query rows a KV head; partial rows in out's dtype where a KV head has more than one M tile (their
+// combine reads half the bytes).
+[[nodiscard]] inline TuneConfig untuned_default(const MlaDecodeProblem& p, bool spare_sms,
+                                                bool partials_in_out_dtype, int evict_first_above_rows) {
+  const bool varied_lengths =
+      p.varlen || std::adjacent_find(p.lens.begin(), p.lens.end(), std::not_equal_to<>()) != p.lens.end();
+  const int longest = p.lens.empty() ? p.t : *std::max_element(p.lens.begin(), p.lens.end());
+  const bool shapes_ok = p.h_kv > 0 && p.h_q % p.h_kv == 0;
+  const int rows = shapes_ok ? rows_per_kv_head(p.s_q, p.h_q, p.h_kv) : 0;
+  TuneConfig c;
+  c.fixed_overhead_blocks = varied_lengths || longest <= 16 * kPageSize ? 2 : 8;
+  c.kv_evict_first = (p.b > 1 && p.b < 64) || rows > evict_first_above_rows;
+  c.min_blocks_per_part = 1;
+  c.partials = partials_in_out_dtype && shapes_ok && m_tiles_of(p.s_q, p.h_q, p.h_kv) > 1
+                   ? PartialFormat::out_dtype
+                   : PartialFormat::fp32;
+  c.tail_parts = spare_sms;
+  return c;
+}
+
 template <class Version>
 [[nodiscard]] MainKernel main_kernel_for(DType dtype, KvFormat kv, PartialFormat partials, int rows = 0) {
   if constexpr (requires { Version::main_kernel(dtype, kv, partials); })
@@ -157,6 +187,16 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
               if (!tail || spare_sms)
                 configs.push_back(Config{TuneConfig{fixed, evict_first, min_blocks, partials, tail}});
     }
+    // A call without a tuning-cache entry takes the first valid config: the untuned default first.
+    int evict_first_above_rows = INT_MAX;
+    if constexpr (requires { Version::kEvictFirstAboveRows; })
+      evict_first_above_rows = Version::kEvictFirstAboveRows;
+    const TuneConfig preferred = untuned_default(
+        p, spare_sms,
+        main_kernel_for<Version>(p.dtype, p.kv_format, PartialFormat::out_dtype).function != nullptr,
+        evict_first_above_rows);
+    std::stable_partition(configs.begin(), configs.end(),
+                          [&](const Config& c) { return c.tune.name() == preferred.name(); });
     return configs;
   }
 

@@ -18,6 +18,10 @@ struct TensorCoreVersion {
   static constexpr int kMinBlocksPerPart[3] = {1, 4, 16};
   // q and P are rounded to e4m3 before the tensor cores: the outputs carry that error too.
   static constexpr MlaArithmetic kArithmetic = MlaArithmetic::e4m3_q_and_p;
+  // Untuned default: their 64-row kernels (v10's, v18's) run as fast or faster with KV evicted first at
+  // any batch (0.945-1.005x the normal hint's time over the FP8 suites' sweeps), their <= 32-row ones
+  // slower (as bf16's at one M tile).
+  static constexpr int kEvictFirstAboveRows = 32;
 };
 
 }  // namespace cutelab::mla::paged_sm90_fp8
