@@ -237,23 +237,13 @@ ArithmeticTolerances requantised_arithmetic_tolerances() {
 
 }  // namespace
 
-// out is a softmax-weighted mean of V rows ~ N(0, 1): |out| is ~1 for a few keys and
-// ~0.02-0.1 for thousands. Fast kernels round P to the input type before the PV product
-// (relative 2^-9 for bf16, 2^-12 for f16) and round out once more, so an element's error is
-// about that fraction of sum_j p_j |v_j|, which exceeds |out| only where the weighted values
-// cancel: rtol covers the rounding of out, atol the cancelling elements. The relative L2
-// bound is the issue's (bf16: "well under 1e-2"; expected 2e-3..5e-3); f16 carries 3 more
-// mantissa bits, so its bounds are 8x tighter. Sized with a host emulation of such a kernel
-// (P rounded, fp32 accumulate, pages of 64) against fp64, 10^6 elements per length, lengths
-// 1..4096: rel L2 1.8e-3..2.1e-3 (f16 2.2e-4..2.6e-4); the atol needed beside rtol peaked at
-// 3.7e-3 (f16 4.5e-4) for 2-8 keys, where two weights of similar size can cancel.
-// The relative L2 bounds below are statistics sized over hundreds of rows per length. Over n rows
-// that each see a few keys, the ratio of the error norm to the reference norm is a draw with ~n
-// degrees of freedom (lse: F(n, n)); at the FP8 bounds, ~1.5x the expected ratio for one-key rows,
-// a correct kernel exceeds them with probability 0.3 at n = 2, 0.05 at 16 and 1e-3 at 64
-// (docs/knowledge/anti-patterns/relative-l2-over-few-values.md). A row that sees 64 keys or more
-// has an lse error far inside the bound and an out error spread over independent P roundings, so
-// a case whose rows all see that many keys keeps it at any count.
+// The relative L2 bounds of this file's tolerances are statistics sized over hundreds of rows per
+// length. Over n rows that each see a few keys, the ratio of the error norm to the reference norm is
+// a draw with ~n degrees of freedom (lse: F(n, n)); at the FP8 bounds, ~1.5x the expected ratio for
+// one-key rows, a correct kernel exceeds them with probability 0.3 at n = 2, 0.05 at 16 and 1e-3 at
+// 64 (docs/knowledge/anti-patterns/relative-l2-over-few-values.md). A row that sees 64 keys or more
+// has an lse error far inside the bound and an out error spread over independent P roundings, so a
+// case whose rows all see that many keys keeps it at any count.
 bool relative_l2_is_a_statistic(const MlaDecodeCase& c) {
   constexpr std::int64_t kMinRows = 64;
   constexpr int kManyKeys = 64;
@@ -269,6 +259,16 @@ bool relative_l2_is_a_statistic(const MlaDecodeCase& c) {
   return rows >= kMinRows || (rows > 0 && !few_key_row);
 }
 
+// out is a softmax-weighted mean of V rows ~ N(0, 1): |out| is ~1 for a few keys and
+// ~0.02-0.1 for thousands. Fast kernels round P to the input type before the PV product
+// (relative 2^-9 for bf16, 2^-12 for f16) and round out once more, so an element's error is
+// about that fraction of sum_j p_j |v_j|, which exceeds |out| only where the weighted values
+// cancel: rtol covers the rounding of out, atol the cancelling elements. The relative L2
+// bound is the issue's (bf16: "well under 1e-2"; expected 2e-3..5e-3); f16 carries 3 more
+// mantissa bits, so its bounds are 8x tighter. Sized with a host emulation of such a kernel
+// (P rounded, fp32 accumulate, pages of 64) against fp64, 10^6 elements per length, lengths
+// 1..4096: rel L2 1.8e-3..2.1e-3 (f16 2.2e-4..2.6e-4); the atol needed beside rtol peaked at
+// 3.7e-3 (f16 4.5e-4) for 2-8 keys, where two weights of similar size can cancel.
 Tolerance out_tolerance(DType dtype, KvFormat kv, MlaArithmetic arithmetic) {
   if (arithmetic == MlaArithmetic::e4m3_q_and_p) return e4m3_arithmetic_tolerances().out;
   if (arithmetic == MlaArithmetic::e4m3_requantised) return requantised_arithmetic_tolerances().out;

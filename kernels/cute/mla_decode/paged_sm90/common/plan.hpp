@@ -28,12 +28,8 @@
 
 namespace cutelab::mla::paged_sm90 {
 
-// A version's main kernel for (dtype, KV format, partial rows); function null when not served. A
-// version that writes partial rows in out's dtype has main_kernel(DType, KvFormat, PartialFormat);
-// one whose kernel depends on the query rows a KV head (`rows` = s_q * h_q / h_kv, 0 where no
-// problem is known) has main_kernel_for_rows(DType, KvFormat, int).
-// The config an untuned call starts from, read off the tuned suites (v3 over 26-31 runs, the FP8
-// designs over 14-22; docs/kernels/mla-decode.md, "The untuned default"): within ~1% of each row's
+// The config an untuned call starts from, read off the tuned suites (v3 over 26-32 runs, the FP8
+// designs over 3-22; docs/kernels/mla-decode.md, "The untuned default"): within ~1% of each row's
 // best where the first of the tuning order was up to 1.25x behind. Shortest parts of one page; a
 // piece costed at 8 pages unless the lengths vary or a request has at most 16 pages; KV pages
 // evicted first between 2 and 63 requests (the normal hint is 4-6% faster from 64 requests at one
@@ -58,6 +54,10 @@ namespace cutelab::mla::paged_sm90 {
   return c;
 }
 
+// A version's main kernel for (dtype, KV format, partial rows); function null when not served. A
+// version that writes partial rows in out's dtype has main_kernel(DType, KvFormat, PartialFormat);
+// one whose kernel depends on the query rows a KV head (`rows` = s_q * h_q / h_kv, 0 where no
+// problem is known) has main_kernel_for_rows(DType, KvFormat, int).
 template <class Version>
 [[nodiscard]] MainKernel main_kernel_for(DType dtype, KvFormat kv, PartialFormat partials, int rows = 0) {
   if constexpr (requires { Version::main_kernel(dtype, kv, partials); })
