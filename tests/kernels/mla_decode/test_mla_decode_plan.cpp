@@ -482,8 +482,8 @@ TEST(MlaDecodeConfigs, UntunedDefaultComesFirst) {
   EXPECT_EQ(first(v3, {{"b", "128"}, {"h", "16"}, {"t", "4096"}}), "fo8_mb1_evictnormal");
   EXPECT_EQ(first(v3, {{"b", "128"}, {"h", "128"}, {"t", "16384"}}), "fo8_mb1_evictnormal_p16");
   EXPECT_EQ(first(v3, {{"b", "128"}, {"h", "128"}, {"varlen", "true"}}), "fo2_mb1_evictnormal_p16");
-  EXPECT_EQ(first(v3, {{"b", "1"}, {"h", "128"}, {"t", "4096"}}), "fo8_mb1_evictnormal_p16");
-  EXPECT_EQ(first(v3, {{"b", "1"}, {"h", "16"}, {"t", "1024"}}), "fo2_mb1_evictnormal");  // 16 pages
+  EXPECT_EQ(first(v3, {{"b", "1"}, {"h", "128"}, {"t", "4096"}}), "fo8_mb1_evictfirst_p16");
+  EXPECT_EQ(first(v3, {{"b", "1"}, {"h", "16"}, {"t", "1024"}}), "fo2_mb1_evictfirst");  // 16 pages
   EXPECT_EQ(first(v3, {{"b", "32"}, {"h", "16"}, {"t", "2048"}}), "fo8_mb1_evictfirst");
   EXPECT_EQ(
       first(v3, {{"b", "4"}, {"s", "4"}, {"h", "16"}, {"causal", "true"}, {"lens", "4641,45118,1730,1696"}}),

@@ -32,10 +32,10 @@ namespace cutelab::mla::paged_sm90 {
 // designs over 3-22; docs/kernels/mla-decode.md, "The untuned default"): within ~1% of each row's
 // best where the first of the tuning order was up to 1.25x behind. Shortest parts of one page; a
 // piece costed at 8 pages unless the lengths vary or a request has at most 16 pages; KV pages
-// evicted first between 2 and 63 requests (the normal hint is 4-6% faster from 64 requests at one
-// M tile a KV head, 1% at one request) and, in a design that says so, above `evict_first_above_rows`
-// query rows a KV head; partial rows in out's dtype where a KV head has more than one M tile (their
-// combine reads half the bytes).
+// evicted first below 64 requests and, in a design that says so, above `evict_first_above_rows`
+// query rows a KV head (from 64 requests at one M tile a KV head the normal hint is 4-6% faster in
+// the flush figure, which ranks configs; the rotating figure is even there); partial rows in out's
+// dtype where a KV head has more than one M tile (their combine reads half the bytes).
 [[nodiscard]] inline TuneConfig untuned_default(const MlaDecodeProblem& p, bool spare_sms,
                                                 bool partials_in_out_dtype, int evict_first_above_rows) {
   const bool varied_lengths =
@@ -45,7 +45,7 @@ namespace cutelab::mla::paged_sm90 {
   const int rows = shapes_ok ? rows_per_kv_head(p.s_q, p.h_q, p.h_kv) : 0;
   TuneConfig c;
   c.fixed_overhead_blocks = varied_lengths || longest <= 16 * kPageSize ? 2 : 8;
-  c.kv_evict_first = (p.b > 1 && p.b < 64) || rows > evict_first_above_rows;
+  c.kv_evict_first = p.b < 64 || rows > evict_first_above_rows;
   c.min_blocks_per_part = 1;
   c.partials = partials_in_out_dtype && shapes_ok && m_tiles_of(p.s_q, p.h_q, p.h_kv) > 1
                    ? PartialFormat::out_dtype
