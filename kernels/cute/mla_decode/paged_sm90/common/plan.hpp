@@ -29,13 +29,14 @@
 namespace cutelab::mla::paged_sm90 {
 
 // The config an untuned call starts from, read off the tuned suites (v3 over 26-32 runs, the FP8
-// designs over 3-22; docs/kernels/mla-decode.md, "The untuned default"): within ~1% of each row's
-// best where the first of the tuning order was up to 1.25x behind. Shortest parts of one page; a
-// piece costed at 8 pages unless the lengths vary or a request has at most 16 pages; KV pages
-// evicted first below 64 requests and, in a design that says so, above `evict_first_above_rows`
-// query rows a KV head (from 64 requests at one M tile a KV head the normal hint is 4-6% faster in
-// the flush figure, which ranks configs; the rotating figure is even there); partial rows in out's
-// dtype where a KV head has more than one M tile (their combine reads half the bytes).
+// designs over 3-22; docs/kernels/mla-decode.md, "The untuned default"): within 1.5% of each row's
+// best (3% at b1 h128) where the first of the tuning order was up to 1.25x behind. Shortest parts
+// of one page; a piece costed at 8 pages unless the lengths vary or a request has at most 16 pages;
+// KV pages evicted first below 64 requests and, in a design that says so, above
+// `evict_first_above_rows` query rows a KV head (from 64 requests at one M tile a KV head the normal
+// hint is 4-6% faster in the flush figure, which ranks configs; the rotating figure is even there);
+// partial rows in out's dtype where a KV head has more than one M tile (their combine reads half the
+// bytes).
 [[nodiscard]] inline TuneConfig untuned_default(const MlaDecodeProblem& p, bool spare_sms,
                                                 bool partials_in_out_dtype, int evict_first_above_rows) {
   const bool varied_lengths =
