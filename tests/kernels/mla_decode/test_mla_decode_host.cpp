@@ -14,6 +14,7 @@
 
 #include "cutelab/core/error.hpp"
 #include "kernels/mla_decode/mla_host_test_util.hpp"
+#include "kernels/mla_decode/mla_test_util.hpp"
 #include "mla_decode/common/args.hpp"
 #include "mla_decode/common/decoder.hpp"
 #include "mla_decode/common/plan_base.hpp"
@@ -383,13 +384,7 @@ TEST(MlaDecodeTolerance, FollowsMeasureMd) {
 // see 64 keys or more (relative-l2-over-few-values.md).
 TEST(MlaDecodeTolerance, RelativeL2OnlyWhereItIsAStatistic) {
   const auto with = [](int b, int s_q, int h_q, bool causal, std::vector<int> lens) {
-    MlaDecodeCase c;
-    c.b = b;
-    c.s_q = s_q;
-    c.h_q = h_q;
-    c.causal = causal;
-    c.seqlens = std::move(lens);
-    return c;
+    return make_case(b, s_q, h_q, 1, causal, DType::bf16, std::move(lens));
   };
   EXPECT_FALSE(relative_l2_is_a_statistic(with(1, 1, 1, false, {1})));
   EXPECT_FALSE(relative_l2_is_a_statistic(with(1, 4, 1, true, {2})));  // two rows see a key

@@ -37,6 +37,7 @@ struct TuneConfig {
   bool tail_parts = false;
 
   [[nodiscard]] std::string name() const;
+  [[nodiscard]] bool operator==(const TuneConfig&) const = default;
 };
 
 // The plan of one decode step: the split schedule of its lengths and the scratch its split

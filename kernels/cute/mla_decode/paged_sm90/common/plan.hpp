@@ -197,7 +197,7 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
         main_kernel_for<Version>(p.dtype, p.kv_format, PartialFormat::out_dtype).function != nullptr,
         evict_first_above_rows);
     std::stable_partition(configs.begin(), configs.end(),
-                          [&](const Config& c) { return c.tune.name() == preferred.name(); });
+                          [&](const Config& c) { return c.tune == preferred; });
     return configs;
   }
 
