@@ -10,13 +10,15 @@ times it beside the lab's kernels in the same call, so both run in the same powe
 
 Method: `cutelab.testing.bench`, the lab's own (MEASURE.md, as `cutelab run`): one call per CUDA-graph
 replay, L2 flushed before each sample, the lab's warm-up, stopping rule and statistics; the schedule is
-made by the first call and reused. Cases and anchors from a suite file (bench/suites/mla_decode.json);
+made by the first call and reused. `--timing rotating` (or `both`) also takes the rotating figure, as
+`cutelab run --timing rotating` does: K input sets (seeds seed..seed+K-1, each with its own schedule made
+before capture), K calls in one graph, time / K, no flush. Cases and anchors from a suite file (bench/suites/mla_decode.json);
 varlen rows draw lengths from N(t, t/2) clipped to [s, 131072] with their own generator, so compare
 TFLOP/s there (DESIGN.md's cost model: 2 * b * s_q * h_q * mean length * (576 + 512)). Needs the
 package's build tree on the path (scripts/test builds it):
 
     PYTHONPATH=build/release/python python3 bench/baselines/flashmla_vllm.py [--cases h128,t4096] \
-        [--min-samples 2000] [--json out.json]
+        [--min-samples 2000] [--timing flush|rotating|both] [--json out.json]
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ def parse_args(argv):
     p.add_argument("--min-samples", type=int, default=20)
     p.add_argument("--max-time", type=float, default=2.0, help="cap on the sampling loop, seconds")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--timing", choices=("flush", "rotating", "both"), default="flush",
+                   help="which figures (default: flush, the lab method)")
     p.add_argument("--no-check", action="store_true", help="skip the fp32 reference on two requests")
     p.add_argument("--json", type=pathlib.Path, help="also write the rows here")
     a = p.parse_args(argv)
@@ -90,6 +94,15 @@ def reference_rel_l2(torch, q, kv, table, lens, causal, out, scale, requests=2):
     return worst
 
 
+def anchor_us(case, device, timing):
+    """The suite case's anchor of one method for this device (an object or a list of them), or None."""
+    found = (case.get("anchors") or {}).get(device)
+    for a in (found if isinstance(found, list) else [found] if found else []):
+        if a.get("timing", "flush") == timing:
+            return a["us"]
+    return None
+
+
 def main(argv):
     a = parse_args(argv)
     try:
@@ -108,42 +121,74 @@ def main(argv):
     device = torch.cuda.get_device_name()
     wanted = [w for w in a.cases.split(",") if w]
     rows = []
+    flush, rotating = a.timing in ("flush", "both"), a.timing in ("rotating", "both")
     print(f"FlashMLA (vLLM 0.33.0 wheel, {a.so.name}) on {device}, torch {torch.__version__}; "
-          f"lab method, >= {a.min_samples} samples, cap {a.max_time} s")
-    print(f"{'case':44s} {'median us':>10s} {'TFLOP/s':>8s} {'anchor us':>10s} {'anchor/us':>9s}  check")
+          f"timing {a.timing}, >= {a.min_samples} samples, cap {a.max_time} s")
+    print(f"{'case':44s} {'median us':>10s} {'TFLOP/s':>8s} {'anchor us':>10s} {'anchor/us':>9s} "
+          f"{'rotating us':>14s} {'rot. anchor':>11s} {'anchor/us':>9s}  check")
     for case in suite["cases"]:
         label, prob = case["label"], case["problem"]
         if prob.get("timing", "flush") != "flush" or any(w not in label for w in wanted):
             continue
-        q, kv, table, lens, causal = make_case(torch, prob, a.seed)
         scale = D_QK ** -0.5
-        meta = [None, None]
-        out = torch.empty(q.shape[0], q.shape[1], q.shape[2], D_V, device="cuda", dtype=torch.bfloat16)
 
-        def call():
+        def make_set(seed):
+            q, kv, table, lens, causal = make_case(torch, prob, seed)
+            out = torch.empty(q.shape[0], q.shape[1], q.shape[2], D_V, device="cuda", dtype=torch.bfloat16)
+            return [q, kv, table, lens, out, [None, None]]  # the last: the schedule, made by the first call
+
+        def call(q, kv, table, lens, out, meta):
             # Its out argument wants another shape when s_q > 1: the op allocates then.
-            o, lse, meta[0], meta[1] = decode(q, kv, D_V, lens, table, scale, causal, meta[0], meta[1],
-                                              out if q.shape[1] == 1 else None)
+            o, lse, meta[0], meta[1] = decode(q, kv, D_V, lens, table, scale, prob.get("causal", False),
+                                              meta[0], meta[1], out if q.shape[1] == 1 else None)
             return o
 
-        o = call()  # the schedule, reused by every later call
+        first = make_set(a.seed)
+        q, lens = first[0], first[3]
+        o = call(*first)  # the schedule, reused by every later call
         torch.cuda.synchronize()
-        check = None if a.no_check else reference_rel_l2(torch, q, kv, table, lens, causal, o, scale)
-        t = testing.bench(call, min_samples=a.min_samples, max_samples=max(2000, a.min_samples),
-                          max_seconds=a.max_time)
-        samples, median, n = t.samples_us, t.median_us, t.n
+        check = None if a.no_check else reference_rel_l2(torch, q, first[1], first[2], lens,
+                                                         bool(prob.get("causal", False)), o, scale)
         mean_len = float(lens.double().mean())
-        tflops = 2.0 * q.shape[0] * q.shape[1] * q.shape[2] * mean_len * (D_QK + D_V) / median / 1e6
-        anchor = (case.get("anchors") or {}).get(device, {}).get("us")
-        row = {"label": label, "median_us": median, "tflops": tflops, "mean_len": mean_len, "n": n,
-               "stop": t.stop_reason, "first5_us": sum(samples[:5]) / min(5, n),
-               "last20_us": sum(samples[-20:]) / min(20, n), "check_rel_l2": check, "anchor_us": anchor,
-               "samples_us": samples}
+        flops = 2.0 * q.shape[0] * q.shape[1] * q.shape[2] * mean_len * (D_QK + D_V)
+        bench = dict(min_samples=a.min_samples, max_samples=max(2000, a.min_samples), max_seconds=a.max_time)
+        row = {"label": label, "mean_len": mean_len, "check_rel_l2": check}
+        if flush:
+            t = testing.bench(lambda: call(*first), **bench)
+            samples, n = t.samples_us, t.n
+            row.update(median_us=t.median_us, tflops=flops / t.median_us / 1e6, n=n, stop=t.stop_reason,
+                       first5_us=sum(samples[:5]) / min(5, n), last20_us=sum(samples[-20:]) / min(20, n),
+                       anchor_us=anchor_us(case, device, "flush"), samples_us=samples)
+        if rotating:
+            seeds = iter(range(a.seed, a.seed + 64))
+
+            def next_set():
+                s = first if not rotating_sets else make_set(next(seeds))
+                if s is not first:
+                    call(*s)  # its own schedule, before capture
+                rotating_sets.append(s)
+                return s
+
+            rotating_sets = []
+            next(seeds)  # seed a.seed is `first`
+            t = testing.bench(call, timing="rotating", get_inputs=next_set, **bench)
+            row.update(rotating_median_us=t.median_us, rotating_sets=t.sets, rotating_n=t.n,
+                       rotating_anchor_us=anchor_us(case, device, "rotating"), rotating_samples_us=t.samples_us)
+            del rotating_sets
         rows.append(row)
         ok = "-" if check is None else (f"{check:.1e}" if check < 1e-2 else f"FAIL {check:.1e}")
-        print(f"{label:44s} {median:10.2f} {tflops:8.1f} {anchor if anchor else '-':>10} "
-              f"{(anchor / median) if anchor else float('nan'):9.3f}  {ok}", flush=True)
-        del q, kv, table, lens, out, t
+
+        def cells(us, anchor):
+            return (f"{us:10.2f}" if us else f"{'-':>10s}",
+                    f"{anchor if anchor else '-':>10}",
+                    f"{anchor / us:9.3f}" if anchor and us else f"{'-':>9s}")
+
+        m, fa, fr = cells(row.get("median_us"), row.get("anchor_us"))
+        rm, ra, rr = cells(row.get("rotating_median_us"), row.get("rotating_anchor_us"))
+        k = f" (K={row['rotating_sets']})" if "rotating_sets" in row else ""
+        tf = f"{row['tflops']:8.1f}" if "tflops" in row else f"{'-':>8s}"
+        print(f"{label:44s} {m} {tf} {fa} {fr} {rm + k:>14s} {ra:>11s} {rr}  {ok}", flush=True)
+        del first, q, lens, o
         torch.cuda.empty_cache()
     if a.json:
         a.json.write_text(json.dumps({"kernel": "FlashMLA dense decode, vLLM 0.33.0 wheel", "device": device,

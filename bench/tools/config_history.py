@@ -11,6 +11,9 @@ clock by a race); the mean over many runs is what a default config should follow
     bench/tools/config_history.py bench/results --kernel paged_sm90/v3 --show fo8_mb1_evictnormal
     bench/tools/config_history.py bench/results --kernel paged_sm90/v3 --factor kv_evict_first --factor partials
 
+--basis picks the sweeps ranked by the flush figure (default; every sweep recorded before the basis
+existed) or by the rotating one (`--timing rotating --tune`).
+
 --factor PARAM prints, per row, what a config parameter is worth with the others held: the geometric mean,
 over pairs of configs that differ only in PARAM, of (mean ratio with the value) / (mean ratio with the
 parameter's first value in sorted order).
@@ -47,6 +50,8 @@ def main():
     ap.add_argument("--show", action="append", default=[], help="also print this config's ratio (repeatable)")
     ap.add_argument("--top", type=int, default=3, help="configs listed per row")
     ap.add_argument("--factor", action="append", default=[], help="a config parameter to weigh (repeatable)")
+    ap.add_argument("--basis", choices=("flush", "rotating"), default="flush",
+                    help="the figure the sweeps ranked by (default: flush)")
     args = ap.parse_args()
 
     ratios = collections.defaultdict(lambda: collections.defaultdict(list))  # row -> config -> log ratios
@@ -60,7 +65,7 @@ def main():
             if not str(result.get("kernel", "")).endswith(args.kernel):
                 continue
             timed = {c["config"]: c["timing"]["median_us"] for c in result.get("tuning") or []
-                     if c.get("status") == "ok" and c.get("timing")}
+                     if c.get("status") == "ok" and c.get("timing") and c.get("basis", "flush") == args.basis}
             for c in result.get("tuning") or []:
                 if isinstance(c.get("params"), dict):
                     params[c["config"]] = c["params"]
@@ -75,7 +80,7 @@ def main():
         files += used
     if not ratios:
         sys.exit(f"no tuned sweeps of a kernel ending in {args.kernel!r} under {args.folders}")
-    print(f"{args.kernel}: {sum(runs_per_row.values())} sweeps from {files} files; per row the geometric mean "
+    print(f"{args.kernel}: {sum(runs_per_row.values())} {args.basis} sweeps from {files} files; per row the geometric mean "
           "of median / the run's best median over the runs that timed the config")
     for row in sorted(ratios):
         per = ratios[row]

@@ -125,7 +125,8 @@ class Plan:
 
     @property
     def config_source(self) -> str:
-        """"given", "cache" (the tuning cache's winner) or "first valid"."""
+        """"given", "cache" / "cache (rotating)" (the tuning cache's winner, ranked by the flush or
+        the rotating figure; a rotating one is preferred) or "first valid"."""
         return self._decoder.config_source
 
     @property
@@ -191,8 +192,10 @@ def plan(seqlens: Any, block_table: Any, *, num_heads_q: int, num_heads_kv: int 
     to (default b). kernel: a registry name ("cute/mla_decode/paged_sm90/v2"); default: the kernel
     with the fastest tuning-cache entry for this shape, else the family default (for an FP8 cache
     the newest FP8 version). config: a config name; default: the tuning cache's winner, else the
-    first valid one (a design lists its untuned default first). max_seqlen: the sequence length the
-    tuning cache is looked up for (`cutelab run --t`), default 4096.
+    first valid one (a design lists its untuned default first). Winners tuned by the rotating figure
+    (`cutelab run --tune --timing rotating`: calls on KV not in L2, as in serving) come before those
+    tuned by the flush one. max_seqlen: the sequence length the tuning cache is looked up for
+    (`cutelab run --t`), default 4096.
     """
     _check_int_vector(seqlens, "seqlens", 1, "[b]")
     b = int(seqlens.shape[0])

@@ -325,6 +325,17 @@ def test_config_from_the_tuning_cache(tmp_path, monkeypatch):
                         "--max-time", "0.05", "--no-check"], check=True, capture_output=True)
         chosen = mla.plan(seqlens, block_table, num_heads_q=16, max_seqlen=200)
         assert chosen.kernel == "cute/mla_decode/paged_sm90/v2" and chosen.config_source == "cache"
+        # A winner ranked by the rotating figure comes first, for the kernel too: v2 tuned by the flush
+        # figure, v3 by the rotating one, for the same shape.
+        for kernel, timing in (("cute/mla_decode/paged_sm90/v2", "flush"), ("mla_decode", "rotating")):
+            subprocess.run([cli, "run", kernel, "--b=4", "--t=300", "--h=16", "--tune", "--timing", timing,
+                            "--max-time", "0.05", "--no-check"], check=True, capture_output=True)
+        entries = json.loads((tmp_path / "tune.json").read_text())["entries"]
+        (rotating,) = [e for key, e in entries.items() if key.endswith("|timing=rotating")]
+        assert rotating["key"]["kernel"] == "cute/mla_decode/paged_sm90/v3" and rotating["key"]["timing"] == "rotating"
+        served = mla.plan(seqlens, block_table, num_heads_q=16, max_seqlen=300)
+        assert served.kernel == "cute/mla_decode/paged_sm90/v3" and served.config_source == "cache (rotating)"
+        assert served.config == rotating["config"]
     with pytest.raises(ValueError, match=r"config 'nope' is not a config of cute/mla_decode/paged_sm90/v3"):
         mla.plan(seqlens, block_table, num_heads_q=16, config="nope")
     with pytest.raises(ValueError, match=r"baseline/mla_decode/naive/v1 runs only inside the harness"):

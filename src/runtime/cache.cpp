@@ -91,7 +91,8 @@ nlohmann::json entry_to_json(const TuneKey& key, const TuneEntry& e) {
             {"device", key.device},
             {"sm", key.sm},
             {"cuda_runtime", key.cuda_runtime},
-            {"driver", key.driver}}}};
+            {"driver", key.driver},
+            {"timing", key.timing.empty() ? "flush" : key.timing}}}};
 }
 
 }  // namespace
@@ -99,7 +100,9 @@ nlohmann::json entry_to_json(const TuneKey& key, const TuneEntry& e) {
 std::string utc_timestamp() { return utc_now(); }
 
 std::string TuneKey::str() const {
-  return concat(kernel, '|', problem, '|', device, '|', sm, '|', cuda_runtime, '|', driver);
+  // A flush winner keeps the key it had before the rotating basis existed.
+  return concat(kernel, '|', problem, '|', device, '|', sm, '|', cuda_runtime, '|', driver,
+                timing.empty() ? "" : "|timing=", timing);
 }
 
 std::string TuneCache::default_dir() {

@@ -113,7 +113,11 @@ void render_tuning(std::ostringstream& o, const RunResult& r) {
     }
     t.add_row({winner ? "*" : "", c.config.name, status_name(c.status), median, spread, c.reason});
   }
-  o << "\ntuning (" << r.tuning.size() << " configs, * = chosen)\n" << t.render();
+  const bool rotating = std::any_of(r.tuning.begin(), r.tuning.end(),
+                                    [](const ConfigOutcome& c) { return c.basis == TuneBasis::rotating; });
+  o << "\ntuning (" << r.tuning.size() << " configs, * = chosen"
+    << (rotating ? ", ranked by the rotating figure" : "") << ")\n"
+    << t.render();
 }
 
 void render_checks(std::ostringstream& o, const RunResult& r) {
@@ -380,6 +384,14 @@ std::vector<std::optional<double>> vs_best_baseline(const std::vector<RunResult>
 std::string render_suite(const std::vector<RunResult>& runs,
                          const std::vector<std::optional<Anchor>>& anchors,
                          const std::vector<std::size_t>& case_of) {
+  std::vector<RowAnchors> rows(anchors.size());
+  for (std::size_t i = 0; i < anchors.size(); ++i)
+    if (anchors[i]) rows[i].push_back(*anchors[i]);
+  return render_suite(runs, rows, case_of);
+}
+
+std::string render_suite(const std::vector<RunResult>& runs, const std::vector<RowAnchors>& anchors,
+                         const std::vector<std::size_t>& case_of) {
   const std::vector<std::optional<double>> vs_baseline = vs_best_baseline(runs, case_of);
   const bool any_baseline =
       std::any_of(vs_baseline.begin(), vs_baseline.end(), [](const auto& v) { return v.has_value(); });
@@ -411,8 +423,18 @@ std::string render_suite(const std::vector<RunResult>& runs,
       if (varying.count(name)) s += (s.empty() ? "" : ",") + name + "=" + display_text(value);
     return s;
   };
-  const bool any_anchor =
-      std::any_of(anchors.begin(), anchors.end(), [](const auto& a) { return a.has_value(); });
+  // A row's anchor of one kind (flush or rotating), if its case has one.
+  const auto anchor_of = [&](std::size_t i, bool rotating) -> const Anchor* {
+    if (i >= anchors.size()) return nullptr;
+    for (const Anchor& a : anchors[i])
+      if (a.rotating == rotating) return &a;
+    return nullptr;
+  };
+  bool any_anchor = false, any_rotating_anchor = false;
+  for (std::size_t i = 0; i < anchors.size(); ++i) {
+    any_anchor |= anchor_of(i, false) != nullptr;
+    any_rotating_anchor |= anchor_of(i, true) != nullptr;
+  }
   // The extra figures get a column only when some row has them.
   const bool any_rotating =
       std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.rotating.has_value(); });
@@ -421,6 +443,7 @@ std::string render_suite(const std::vector<RunResult>& runs,
   const bool any_clocks =
       std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.clocks.available; });
   bool rates_on_rotating = false;
+  bool unmatched_anchor = false;  // an anchor whose kind of figure the row did not take
 
   Table t;
   t.add_column("#");
@@ -441,6 +464,10 @@ std::string render_suite(const std::vector<RunResult>& runs,
     t.add_column("anchor µs");
     t.add_column("speedup");
   }
+  if (any_rotating_anchor) {
+    t.add_column("rot. anchor µs");
+    t.add_column("rot. speedup");
+  }
   if (any_baseline) t.add_column("vs best baseline");
   if (any_clocks) t.add_column("SM MHz", Table::Align::left);
   std::vector<std::string> notes;
@@ -459,7 +486,7 @@ std::string render_suite(const std::vector<RunResult>& runs,
       }
     }
   };
-  std::map<std::string, Ratios> vs_anchor, vs_base;
+  std::map<std::string, Ratios> vs_anchor, vs_rotating_anchor, vs_base;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const RunResult& r = runs[i];
     const std::string index = std::to_string(i + 1);
@@ -498,13 +525,21 @@ std::string render_suite(const std::vector<RunResult>& runs,
     } else {
       row.insert(row.end(), 5, "-");
     }
-    if (any_anchor) {
-      const std::optional<Anchor> a = i < anchors.size() ? anchors[i] : std::nullopt;
-      const bool has = a && basis && basis->median_us > 0;
+    // Each anchor against our figure of its kind only.
+    const auto anchor_cells = [&](bool rotating, std::map<std::string, Ratios>& ratios) {
+      const Anchor* a = anchor_of(i, rotating);
+      const TimingStats* ours = !a         ? nullptr
+                                : rotating ? (r.rotating && r.rotating->stats ? &*r.rotating->stats : nullptr)
+                                : r.timing ? &*r.timing
+                                           : nullptr;
+      const bool has = ours && ours->median_us > 0;
+      unmatched_anchor |= a && !has && basis;
       row.push_back(a ? format_us(a->us) : "-");
-      row.push_back(has ? format_fixed(a->us / basis->median_us, 2) + "x" : "-");
-      if (has) vs_anchor[r.kernel].add(a->us / basis->median_us, index);
-    }
+      row.push_back(has ? format_fixed(a->us / ours->median_us, 2) + "x" : "-");
+      if (has) ratios[r.kernel].add(a->us / ours->median_us, index);
+    };
+    if (any_anchor) anchor_cells(false, vs_anchor);
+    if (any_rotating_anchor) anchor_cells(true, vs_rotating_anchor);
     if (any_baseline) row.push_back(vs_baseline[i] ? format_fixed(*vs_baseline[i], 2) + "x" : "-");
     if (const std::optional<KernelId> id = KernelId::parse(r.kernel);
         vs_baseline[i] && id && id->tier != "baseline")
@@ -526,6 +561,14 @@ std::string render_suite(const std::vector<RunResult>& runs,
         "the graph, data cold)\n";
   if (rates_on_rotating) out += "rows without a median µs: GB/s, TFLOP/s and shares on the rotating time\n";
   if (any_anchor) out += "speedup = anchor µs / our median µs (> 1: faster than the anchor)\n";
+  if (any_rotating_anchor)
+    out +=
+        "rot. speedup = the anchor's rotating µs / our rotating µs (the same method: K input sets, no "
+        "flush)\n";
+  if (unmatched_anchor)
+    out +=
+        "speedup -: the row has no figure of the anchor's kind (an anchor is set only against our figure of "
+        "the same method)\n";
   if (any_clocks)
     out +=
         "SM MHz: the SM clock nvidia-smi read while the row was timed (range); slow k/n: k of n readings "
@@ -540,6 +583,7 @@ std::string render_suite(const std::vector<RunResult>& runs,
                       " at >= 1.00x, lowest ", format_fixed(q.lowest, 3), "x (#", q.lowest_row, ")\n");
   };
   summarize(vs_anchor, "the anchors");
+  summarize(vs_rotating_anchor, "the rotating anchors");
   summarize(vs_base, "the best baseline");
   if (any_baseline)
     out +=

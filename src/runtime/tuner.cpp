@@ -182,13 +182,52 @@ struct Session {
     if (progress) progress(m);
   }
 
+  // The input sets of the rotating figure beyond the run's own workspace (set 0), made once per
+  // run: tuning by that figure times every config on the same sets, and the chosen one reuses them.
+  struct RotationSets {
+    bool made = false;
+    std::vector<std::unique_ptr<Workspace>> sets;  // sets 1..K-1
+    double set_bytes = 0;
+    std::string skipped;  // why there are none
+  };
+  RotationSets rotation;
+
+  // Fills `o.timing` with the figure tuning ranks by, and the status.
+  void time_for_ranking(const ConfigDesc& c, const Kernel& k, ConfigOutcome& o) {
+    if (r.tune_basis == TuneBasis::rotating) {
+      RotatingTiming rot = measure_rotating(c, k);
+      if (rot.stats) {
+        o.basis = TuneBasis::rotating;
+        o.rotating_sets = rot.sets;
+        o.timing = rot.stats;
+        o.status = ConfigOutcome::Status::ok;
+        return;
+      }
+      if (!rotation.sets.empty()) {  // the sets exist: this config's own failure
+        o.status = ConfigOutcome::Status::launch_failed;
+        o.reason = rot.skipped;
+        return;
+      }
+      // No sets at all (made at the first config timed, so nothing is ranked yet): every config by
+      // the flush figure instead, said once.
+      r.tune_basis = TuneBasis::flush;
+      r.warnings.push_back(
+          concat("Tuning ranked the configs by the flush figure: the rotating one needs input "
+                 "sets that are not available (",
+                 rot.skipped, ")."));
+    }
+    o.timing = time_primary(k, dev, options.timing, stream);
+    o.status = ConfigOutcome::Status::ok;
+  }
+
   // Times every config. Returns the winner, or nothing with r.status/r.message set.
   std::optional<ConfigDesc> tune(const std::vector<ConfigDesc>& configs) {
     NvtxRange range("cutelab/tune");
     std::vector<ConfigOutcome> outcomes;
     for (std::size_t i = 0; i < configs.size(); ++i) {
       const ConfigDesc& c = configs[i];
-      const std::string head = concat("tuning ", i + 1, "/", configs.size(), ": ", c.name);
+      const std::string head = concat("tuning ", i + 1, "/", configs.size(), ": ", c.name,
+                                      r.tune_basis == TuneBasis::rotating ? " (rotating)" : "");
       say(head + " ...");
       ConfigOutcome o = outcome_of(c, ConfigOutcome::Status::not_run, {});
       try {
@@ -209,8 +248,7 @@ struct Session {
               o.status = ConfigOutcome::Status::check_failed;
               o.reason = *bad;
             } else {
-              o.timing = time_primary(k, dev, options.timing, stream);
-              o.status = ConfigOutcome::Status::ok;
+              time_for_ranking(c, k, o);
             }
           }
         }
@@ -259,8 +297,13 @@ struct Session {
     nlohmann::json runners_up = nlohmann::json::array();
     for (const ConfigOutcome* o : ranked)
       if (o != &best) runners_up.push_back({{"config", o->config.name}, {"median_us", o->timing->median_us}});
-    TuneEntry entry{best.config.name, best.timing->median_us, utc_timestamp(),
-                    {{"runners_up", runners_up}, {"timing", best.timing->to_json()}, {"params", best.config.params}}};
+    TuneEntry entry{best.config.name,
+                    best.timing->median_us,
+                    utc_timestamp(),
+                    {{"runners_up", runners_up},
+                     {"timing", best.timing->to_json()},
+                     {"basis", tune_basis_name(best.basis)},
+                     {"params", best.config.params}}};
     TuneCache cache(cache_path());
     try {
       cache.store(tune_key(r), entry);
@@ -274,12 +317,14 @@ struct Session {
     return (options.cache_dir.empty() ? TuneCache::default_dir() : options.cache_dir) + "/tune.json";
   }
 
-  // The cached winner when it is still a valid config, else the first valid one.
+  // The cached winner of the run's basis, else of the other basis, when it is still a valid
+  // config; else the first valid one.
   std::optional<ConfigDesc> pick(const std::vector<ConfigDesc>& configs) {
     TuneCache cache(cache_path());
-    const std::optional<TuneEntry> cached = cache.lookup(tune_key(r));
-    for (const std::string& w : cache.warnings()) r.warnings.push_back(w);
-    if (cached) {
+    const TuneBasis other = r.tune_basis == TuneBasis::flush ? TuneBasis::rotating : TuneBasis::flush;
+    for (const TuneBasis basis : {r.tune_basis, other}) {
+      const std::optional<TuneEntry> cached = cache.lookup(tune_key(r.kernel, problem, dev, basis));
+      if (!cached) continue;
       bool found = false;
       for (const ConfigDesc& c : configs) {
         if (c.name != cached->config) continue;
@@ -287,7 +332,8 @@ struct Session {
         if (auto why = plan.validate(problem, c, dev))
           r.warnings.push_back(concat("The cached config ", c.name, " is no longer valid (", *why, "); not used."));
         else {
-          r.config_source = "cache";
+          r.config_source = basis == TuneBasis::flush ? "cache" : "cache (rotating)";
+          for (const std::string& w : cache.warnings()) r.warnings.push_back(w);
           return c;
         }
       }
@@ -295,6 +341,7 @@ struct Session {
         r.warnings.push_back(concat("The cached config ", cached->config, " is not among the configs of ", r.kernel,
                                     "; not used."));
     }
+    for (const std::string& w : cache.warnings()) r.warnings.push_back(w);
     for (const ConfigDesc& c : configs) {
       if (!plan.validate(problem, c, dev)) {
         r.config_source = "first valid";
@@ -364,70 +411,94 @@ struct Session {
     r.clocks = sampler.stop();
   }
 
-  // Rotating: K input sets made by the plan (set 0 is the run's own workspace), each planned
-  // and set up once, K calls captured in one graph. Problems of the kernel or of memory land in
-  // `skipped`; a lost context propagates.
-  RotatingTiming measure_rotating(const ConfigDesc& chosen, const Kernel& k) {
-    RotatingTiming rot;
-    rot.reuses_setup = r.has_setup;
-    rot.l2_bytes = static_cast<double>(l2_cache_bytes(dev));
-    std::vector<std::unique_ptr<Workspace>> sets;  // sets 1..K-1, freed on return after the kernels
-    std::vector<Kernel> kernels;
+  // Makes the rotation's sets once. K follows from the memory that set 1 and a kernel of `sizing`
+  // on it take (plans with per-call scratch count), as many as exceed L2 and fit.
+  void make_rotation_sets(const ConfigDesc& sizing) {
+    if (rotation.made) return;
+    rotation.made = true;
+    std::size_t free_before = 0, free_after = 0, total = 0;
+    CUTELAB_CUDA(cudaDeviceSynchronize());
+    CUTELAB_CUDA(cudaMemGetInfo(&free_before, &total));
+    // Room for the graph, the runtime and whatever else shares the device.
+    const double margin = std::max(512.0 * 1024 * 1024, static_cast<double>(total) / 20);
     const auto make_set = [&](int index) {
-      try {
-        sets.push_back(plan.inputs(problem, options.seed + static_cast<std::uint64_t>(index)));
-        kernels.push_back(plan.plan(problem, chosen, *sets.back(), dev));
-        CUTELAB_CUDA(cudaDeviceSynchronize());
-      } catch (...) {
-        if (sets.size() > kernels.size()) sets.pop_back();
-        throw;
-      }
+      rotation.sets.push_back(plan.inputs(problem, options.seed + static_cast<std::uint64_t>(index)));
+      CUTELAB_CUDA(cudaDeviceSynchronize());
     };
     try {
-      std::size_t free_before = 0, free_after = 0, total = 0;
-      CUTELAB_CUDA(cudaDeviceSynchronize());
-      CUTELAB_CUDA(cudaMemGetInfo(&free_before, &total));
-      // Room for the graph, the runtime and whatever else shares the device.
-      const double margin = std::max(512.0 * 1024 * 1024, static_cast<double>(total) / 20);
+      make_set(1);
+      {
+        const Kernel sized = plan.plan(problem, sizing, *rotation.sets.back(), dev);
+        CUTELAB_CUDA(cudaDeviceSynchronize());
+        CUTELAB_CUDA(cudaMemGetInfo(&free_after, &total));
+      }
+    } catch (const CudaError& e) {
+      rotation.sets.clear();
+      if (e.code() != cudaErrorMemoryAllocation) {
+        rotation.skipped = concat("the second input set failed: ", e.message());
+        throw;
+      }
+      (void)cudaGetLastError();
+      rotation.skipped = concat("a second input set does not fit in device memory (",
+                                format_bytes(free_before), " free): ", e.message());
+      return;
+    } catch (const Error& e) {
+      rotation.sets.clear();
+      rotation.skipped = concat("the second input set failed: ", e.message());
+      throw;
+    }
+    // Allocations smaller than the allocator's granularity may not show: the cost's bytes (each
+    // input read once) are a floor.
+    rotation.set_bytes = std::max(
+        free_before > free_after ? static_cast<double>(free_before - free_after) : 0.0, r.cost.bytes);
+    if (static_cast<double>(free_after) < margin) {
+      rotation.sets.clear();
+      rotation.skipped =
+          concat("two input sets of ", format_bytes(rotation.set_bytes), " leave ", format_bytes(free_after),
+                 " of device memory free, less than the margin of ", format_bytes(margin));
+      return;
+    }
+    const double l2_bytes = static_cast<double>(l2_cache_bytes(dev));
+    const double l2 = l2_bytes > 0 ? l2_bytes : static_cast<double>(kUnknownL2Bytes);
+    const int wanted = rotating_set_count(l2, rotation.set_bytes, static_cast<double>(free_after), margin);
+    for (int i = 2; i < wanted; ++i) {
       try {
-        make_set(1);
+        make_set(i);
       } catch (const CudaError& e) {
         if (e.code() != cudaErrorMemoryAllocation) throw;
         (void)cudaGetLastError();
-        rot.skipped = concat("a second input set does not fit in device memory (", format_bytes(free_before),
-                             " free): ", e.message());
+        break;  // fewer sets than planned, still at least two
+      }
+    }
+  }
+
+  // Rotating: K input sets (set 0 is the run's own workspace, where `k` was planned), `config`
+  // planned and set up once on each, K calls captured in one graph. Problems of the kernel or of
+  // memory land in `skipped`; a lost context propagates.
+  RotatingTiming measure_rotating(const ConfigDesc& config, const Kernel& k) {
+    RotatingTiming rot;
+    const bool setup = has_setup(k);
+    rot.reuses_setup = setup;
+    rot.l2_bytes = static_cast<double>(l2_cache_bytes(dev));
+    try {
+      make_rotation_sets(config);
+      if (rotation.sets.empty()) {
+        rot.skipped = rotation.skipped;
         return rot;
       }
-      CUTELAB_CUDA(cudaMemGetInfo(&free_after, &total));
-      // Allocations smaller than the allocator's granularity may not show: the cost's bytes
-      // (each input read once) are a floor.
-      rot.set_bytes = std::max(free_before > free_after ? static_cast<double>(free_before - free_after) : 0.0,
-                               r.cost.bytes);
-      if (static_cast<double>(free_after) < margin) {
-        rot.skipped =
-            concat("two input sets of ", format_bytes(rot.set_bytes), " leave ", format_bytes(free_after),
-                   " of device memory free, less than the margin of ", format_bytes(margin));
-        return rot;
-      }
-      const double l2 = rot.l2_bytes > 0 ? rot.l2_bytes : static_cast<double>(kUnknownL2Bytes);
-      const int wanted = rotating_set_count(l2, rot.set_bytes, static_cast<double>(free_after), margin);
-      for (int i = 2; i < wanted; ++i) {
-        try {
-          make_set(i);
-        } catch (const CudaError& e) {
-          if (e.code() != cudaErrorMemoryAllocation) throw;
-          (void)cudaGetLastError();
-          break;  // fewer sets than planned, still at least two
-        }
-      }
-      rot.sets = 1 + static_cast<int>(sets.size());
+      rot.set_bytes = rotation.set_bytes;
+      std::vector<Kernel> kernels;  // freed on return, after the graph has run
+      for (const std::unique_ptr<Workspace>& set : rotation.sets)
+        kernels.push_back(plan.plan(problem, config, *set, dev));
+      CUTELAB_CUDA(cudaDeviceSynchronize());
+      rot.sets = 1 + static_cast<int>(kernels.size());
       std::vector<std::function<void(cudaStream_t)>> launches;
       const auto add = [&](const Kernel& each) {
-        if (r.has_setup) {
+        if (setup) {
           each.setup(stream);
           CUTELAB_CUDA_LAUNCH();
         }
-        launches.push_back(r.has_setup ? each.launch_reusing_setup : each.launch);
+        launches.push_back(setup ? each.launch_reusing_setup : each.launch);
       };
       add(k);
       for (const Kernel& each : kernels) add(each);
@@ -464,11 +535,23 @@ bool verbose_from_env() {
   return v && *v && std::string(v) != "0";
 }
 
-TuneKey tune_key(const std::string& kernel, const Problem& problem, const DeviceInfo& dev) {
-  return TuneKey{kernel, problem.key(), dev.name, dev.sm(), dev.runtime_version, dev.driver()};
+TuneBasis tune_basis(TimingMode m) noexcept {
+  return m == TimingMode::rotating ? TuneBasis::rotating : TuneBasis::flush;
 }
 
-TuneKey tune_key(const RunResult& r) { return tune_key(r.kernel, r.problem, r.device); }
+const char* tune_basis_name(TuneBasis b) noexcept { return b == TuneBasis::rotating ? "rotating" : "flush"; }
+
+TuneKey tune_key(const std::string& kernel, const Problem& problem, const DeviceInfo& dev, TuneBasis basis) {
+  return TuneKey{kernel,
+                 problem.key(),
+                 dev.name,
+                 dev.sm(),
+                 dev.runtime_version,
+                 dev.driver(),
+                 basis == TuneBasis::flush ? "" : tune_basis_name(basis)};
+}
+
+TuneKey tune_key(const RunResult& r) { return tune_key(r.kernel, r.problem, r.device, r.tune_basis); }
 
 const char* status_name(ConfigOutcome::Status s) noexcept {
   switch (s) {
@@ -499,6 +582,7 @@ RunResult run_kernel(const KernelPlan& plan, const Problem& problem, const Devic
   r.device = dev;
   r.ceilings = ceilings;
   r.timing_mode = options.timing_mode;
+  r.tune_basis = tune_basis(options.timing_mode);
   const NvtxEnable nvtx(options.annotate);
 
   // The gate comes first: on the wrong device nothing is allocated or launched.
@@ -594,7 +678,9 @@ nlohmann::json metrics(const RunResult& r) {
 nlohmann::json ConfigOutcome::to_json() const {
   nlohmann::json j = {{"config", config.name}, {"params", config.params}, {"status", status_name(status)},
                       {"reason", reason}};
+  j["basis"] = tune_basis_name(basis);
   j["timing"] = timing ? timing->to_json() : nlohmann::json(nullptr);
+  if (basis == TuneBasis::rotating) j["rotating_sets"] = rotating_sets;
   j["checks"] = nlohmann::json::array();
   for (const CheckResult& c : checks) j["checks"].push_back(c.to_json());
   if (!checks_reusing_setup.empty()) {
@@ -617,6 +703,7 @@ nlohmann::json RunResult::to_json() const {
                       {"problem", problem.to_json()},
                       {"device", device.to_json()},
                       {"config_source", config_source},
+                      {"tune_basis", tune_basis_name(tune_basis)},
                       {"cost", {{"flops", cost.flops}, {"bytes", cost.bytes}}},
                       {"clocks", clocks.to_json()},
                       {"warnings", warnings}};

@@ -128,6 +128,25 @@ TEST(RenderRun, RelativeL2NotAppliedIsNamed) {
   EXPECT_EQ(text.find("rel L2 < 0"), std::string::npos) << text;
 }
 
+TEST(RenderRun, TuningTableNamesTheRotatingBasis) {
+  RunResult r = sample_run(200.0, true);
+  ConfigOutcome o;
+  o.config = *r.config;
+  o.status = ConfigOutcome::Status::ok;
+  o.timing = r.timing;
+  r.tuning = {o};
+  EXPECT_NE(render_run(r).find("tuning (1 configs, * = chosen)\n"), std::string::npos) << render_run(r);
+  r.tuning[0].basis = TuneBasis::rotating;
+  r.tuning[0].rotating_sets = 4;
+  r.tune_basis = TuneBasis::rotating;
+  const std::string text = render_run(r);
+  EXPECT_NE(text.find("tuning (1 configs, * = chosen, ranked by the rotating figure)"), std::string::npos)
+      << text;
+  const nlohmann::json j = r.to_json();
+  EXPECT_EQ(j.at("tune_basis"), "rotating");
+  EXPECT_EQ(j.at("tuning").at(0).at("rotating_sets"), 4);
+}
+
 TEST(RenderRun, SkippedSaysOnlyWhy) {
   RunResult r;
   r.kernel = "cute/mla_decode/paged_sm90/v1";
@@ -345,6 +364,30 @@ TEST(RenderSuite, AddsRotatingAndSetupColumnsOnlyWhenPresent) {
   EXPECT_EQ(cell_under(skipped, "rotating µs", "2 "), "skip") << skipped;
   EXPECT_NE(skipped.find("#2 rotating not measured: two input sets do not fit"), std::string::npos)
       << skipped;
+
+  // Each anchor is set only against our figure of its method: rotating anchors get columns of their
+  // own, and a flush anchor in a rotating-only row gets "-" and a note.
+  std::vector<RunResult> rotating_only = {run_with_every_figure(), run_with_every_figure()};
+  for (RunResult& r : rotating_only) {
+    r.timing.reset();
+    r.timing_with_setup.reset();
+    r.timing_mode = TimingMode::rotating;
+  }
+  rotating_only[1].problem = runs[1].problem;
+  const std::vector<RowAnchors> both = {{Anchor{400.0, "flush"}, Anchor{360.0, "rotating", true}},
+                                        {Anchor{270.0, "rotating", true}}};
+  const std::string mixed = render_suite(rotating_only, both, {0, 1});
+  EXPECT_EQ(cell_under(mixed, "anchor µs", "1 "), "400.0") << mixed;
+  EXPECT_EQ(cell_under(mixed, "speedup", "1 "), "-") << mixed;
+  EXPECT_EQ(cell_under(mixed, "rot. speedup", "1 "), "2.00x") << mixed;  // 360 / the 180 µs rotating figure
+  EXPECT_EQ(cell_under(mixed, "rot. speedup", "2 "), "1.50x") << mixed;
+  EXPECT_NE(mixed.find("speedup -: the row has no figure of the anchor's kind"), std::string::npos) << mixed;
+  EXPECT_NE(mixed.find("against the rotating anchors: geometric mean 1.732x over 2 rows"), std::string::npos)
+      << mixed;
+  EXPECT_EQ(mixed.find("against the anchors:"), std::string::npos) << mixed;
+  const std::string flush_only = render_suite(runs, anchors);
+  EXPECT_EQ(flush_only.find("speedup -:"), std::string::npos) << flush_only;
+  EXPECT_EQ(flush_only.find("rot. speedup"), std::string::npos) << flush_only;
 
   // Runs without these figures get no such columns.
   const std::string plain = render_suite({sample_run(200.0, true)});

@@ -38,6 +38,45 @@ std::string error_of(const nlohmann::json& j) {
   return "(no error)";
 }
 
+// A device may carry one anchor of each method, as a list.
+TEST(Suite, AnchorsOfBothMethods) {
+  nlohmann::json j = valid_suite();
+  const nlohmann::json flush = j["cases"][0]["anchors"]["NVIDIA H100 80GB HBM3"];
+  nlohmann::json rotating = {{"us", 180.0}, {"source", "FlashMLA, rotating"}, {"timing", "rotating"}};
+  j["cases"][0]["anchors"]["NVIDIA H100 80GB HBM3"] = {flush, rotating};
+  const RowAnchors both = parse_suite(j, "s.json").cases[0].anchors.at("NVIDIA H100 80GB HBM3");
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_FALSE(both[0].rotating);
+  EXPECT_TRUE(both[1].rotating);
+  EXPECT_DOUBLE_EQ(both[1].us, 180.0);
+
+  j["cases"][0]["anchors"]["NVIDIA H100 80GB HBM3"] = {rotating, rotating};
+  EXPECT_NE(error_of(j).find("cases[0].anchors.NVIDIA H100 80GB HBM3[1].timing: a second rotating anchor"),
+            std::string::npos)
+      << error_of(j);
+  j["cases"][0]["anchors"]["NVIDIA H100 80GB HBM3"] = {flush, 3};
+  EXPECT_NE(error_of(j).find("cases[0].anchors.NVIDIA H100 80GB HBM3[1]: expected {"), std::string::npos)
+      << error_of(j);
+}
+
+// The suites the lab commits load as they are; the MLA suite carries ANCHORS.md's rotating figures.
+TEST(Suite, EveryCommittedSuiteLoads) {
+  int files = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(CUTELAB_SOURCE_DIR) + "/bench/suites")) {
+    if (e.path().extension() != ".json") continue;
+    ++files;
+    EXPECT_NO_THROW((void)load_suite(e.path().string())) << e.path();
+  }
+  EXPECT_GE(files, 5);
+  const Suite mla = load_suite(std::string(CUTELAB_SOURCE_DIR) + "/bench/suites/mla_decode.json");
+  int rotating = 0;
+  for (const SuiteCase& c : mla.cases)
+    if (auto it = c.anchors.find("NVIDIA H200"); it != c.anchors.end())
+      for (const Anchor& a : it->second) rotating += a.rotating;
+  EXPECT_EQ(rotating, 7);
+}
+
 TEST(Suite, ParsesAValidFile) {
   const Suite s = parse_suite(valid_suite(), "s.json");
   EXPECT_EQ(s.name, "mla-small");
@@ -46,8 +85,11 @@ TEST(Suite, ParsesAValidFile) {
   ASSERT_EQ(s.cases.size(), 2u);
   EXPECT_EQ(s.cases[0].problem["t"], 4096);
   ASSERT_EQ(s.cases[0].anchors.count("NVIDIA H100 80GB HBM3"), 1u);
-  EXPECT_DOUBLE_EQ(s.cases[0].anchors.at("NVIDIA H100 80GB HBM3").us, 207.4);
-  EXPECT_EQ(s.cases[0].anchors.at("NVIDIA H100 80GB HBM3").source, "FlashMLA 9241ae3, ANCHORS.md");
+  ASSERT_EQ(s.cases[0].anchors.at("NVIDIA H100 80GB HBM3").size(), 1u);
+  const Anchor& a = s.cases[0].anchors.at("NVIDIA H100 80GB HBM3")[0];
+  EXPECT_DOUBLE_EQ(a.us, 207.4);
+  EXPECT_EQ(a.source, "FlashMLA 9241ae3, ANCHORS.md");
+  EXPECT_FALSE(a.rotating);  // flush unless it says otherwise
   EXPECT_EQ(s.cases[1].label, "causal");
   EXPECT_TRUE(s.cases[1].anchors.empty());
   EXPECT_TRUE(s.cases[0].kernels.empty());
@@ -109,6 +151,10 @@ TEST(Suite, MalformedFilesNameTheField) {
       {"anchor us text",
        [](nlohmann::json& j) { j["cases"][0]["anchors"]["NVIDIA H100 80GB HBM3"]["us"] = "fast"; },
        "found string \"fast\""},
+      {"anchor timing unknown",
+       [](nlohmann::json& j) { j["cases"][0]["anchors"]["NVIDIA H100 80GB HBM3"]["timing"] = "graph"; },
+       "cases[0].anchors.NVIDIA H100 80GB HBM3.timing: expected \"flush\" or \"rotating\", found string "
+       "\"graph\""},
       {"anchor without source",
        [](nlohmann::json& j) { j["cases"][0]["anchors"]["NVIDIA H100 80GB HBM3"].erase("source"); },
        "cases[0].anchors.NVIDIA H100 80GB HBM3.source: missing"},

@@ -76,6 +76,27 @@ TEST_F(CacheTest, RoundTrip) {
   EXPECT_TRUE(doc.at("entries").contains(key("rows=2").str()));
 }
 
+// Winners ranked by the rotating figure are entries of their own; a flush key reads as it did
+// before the basis was part of the key, so caches written then are still found.
+TEST_F(CacheTest, TheRankingFigureIsPartOfTheKey) {
+  const TuneKey flush = key("rows=1");
+  TuneKey rotating = flush;
+  rotating.timing = "rotating";
+  EXPECT_EQ(flush.str(), "cute/rmsnorm/rowwise/v1|rows=1|NVIDIA H100 80GB HBM3|sm_90|13.0|580.65.06");
+  EXPECT_EQ(rotating.str(), flush.str() + "|timing=rotating");
+
+  TuneCache cache(path);
+  cache.store(flush, TuneEntry{"rows4_vec8", 12.5, "", nullptr});
+  EXPECT_FALSE(cache.lookup(rotating));
+  cache.store(rotating, TuneEntry{"rows8_vec8", 9.5, "", nullptr});
+  EXPECT_EQ(cache.lookup(flush)->config, "rows4_vec8");
+  EXPECT_EQ(cache.lookup(rotating)->config, "rows8_vec8");
+  std::ifstream in(path);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc.at("entries").at(flush.str()).at("key").at("timing"), "flush");
+  EXPECT_EQ(doc.at("entries").at(rotating.str()).at("key").at("timing"), "rotating");
+}
+
 TEST_F(CacheTest, CorruptFileIsReportedMovedAsideAndRebuilt) {
   write_raw("{\"schema\": 1, \"entries\": {\"x\": ");  // truncated
   TuneCache cache(path);

@@ -370,5 +370,66 @@ TEST_F(RuntimeGpu, KernelWithSetupIsCheckedAndTimedBothWaysAndRotates) {
   std::filesystem::remove_all(cache_dir);
 }
 
+// --timing=rotating --tune ranks every config by the rotating figure on one rotation of sets and
+// caches the winner under that basis; runs without --tune take their own basis's winner first.
+TEST_F(RuntimeGpu, TuningByTheRotatingFigureIsCachedPerBasis) {
+  const std::string cache_dir =
+      (std::filesystem::temp_directory_path() / "cutelab-runtime-gpu-rotating-tune-test").string();
+  std::filesystem::remove_all(cache_dir);
+  const SetupPlan plan;
+  const Problem p = make_problem(plan.family(), std::map<std::string, std::string>{{"n", "4194304"}});
+  RunOptions o;
+  o.cache_dir = cache_dir;
+  o.timing.max_seconds = 0.2;
+  o.timing_mode = TimingMode::rotating;
+  o.tune = true;
+  const RunResult tuned = run_kernel(plan, p, dev, o, std::nullopt);
+  ASSERT_EQ(tuned.status, RunResult::Status::ok) << tuned.message;
+  EXPECT_EQ(tuned.tune_basis, TuneBasis::rotating);
+  ASSERT_EQ(tuned.tuning.size(), 2u);
+  EXPECT_EQ(tuned.tuning[0].status, ConfigOutcome::Status::check_failed);  // checked before it is timed
+  const ConfigOutcome& good = tuned.tuning[1];
+  ASSERT_EQ(good.status, ConfigOutcome::Status::ok) << good.reason;
+  EXPECT_EQ(good.basis, TuneBasis::rotating);
+  EXPECT_GE(good.rotating_sets, 2);
+  ASSERT_TRUE(good.timing);
+  EXPECT_GE(good.timing->n, o.timing.min_samples);
+  EXPECT_EQ(tuned.config->name, "good");
+  EXPECT_FALSE(tuned.timing);  // the run's own figures: rotating only, on the same number of sets
+  ASSERT_TRUE(tuned.rotating && tuned.rotating->stats);
+  EXPECT_EQ(tuned.rotating->sets, good.rotating_sets);
+  const nlohmann::json j = tuned.to_json();
+  EXPECT_EQ(j.at("tune_basis"), "rotating");
+  EXPECT_EQ(j.at("tuning").at(1).at("basis"), "rotating");
+  EXPECT_EQ(j.at("tuning").at(1).at("rotating_sets"), good.rotating_sets);
+
+  // Stored under the rotating key only; the flush key (the one written before bases existed) is free.
+  TuneCache cache(cache_dir + "/tune.json");
+  const std::optional<TuneEntry> stored = cache.lookup(tune_key(tuned));
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->config, "good");
+  EXPECT_EQ(stored->extra.at("basis"), "rotating");
+  EXPECT_NE(tune_key(tuned).str(), tune_key(tuned.kernel, p, dev).str());
+  EXPECT_FALSE(cache.lookup(tune_key(tuned.kernel, p, dev, TuneBasis::flush)));
+
+  // A flush run without --tune falls back to the rotating winner and says so ...
+  o.tune = false;
+  o.timing_mode = TimingMode::flush;
+  const RunResult fallback = run_kernel(plan, p, dev, o, std::nullopt);
+  EXPECT_EQ(fallback.config_source, "cache (rotating)") << fallback.message;
+  EXPECT_EQ(fallback.config->name, "good");
+  // ... until a flush tuning stores a winner of its own basis, which it then prefers.
+  o.tune = true;
+  const RunResult flush_tuned = run_kernel(plan, p, dev, o, std::nullopt);
+  ASSERT_EQ(flush_tuned.status, RunResult::Status::ok) << flush_tuned.message;
+  EXPECT_EQ(flush_tuned.tuning[1].basis, TuneBasis::flush);
+  EXPECT_EQ(flush_tuned.tuning[1].rotating_sets, 0);
+  o.tune = false;
+  EXPECT_EQ(run_kernel(plan, p, dev, o, std::nullopt).config_source, "cache");
+  o.timing_mode = TimingMode::rotating;
+  EXPECT_EQ(run_kernel(plan, p, dev, o, std::nullopt).config_source, "cache (rotating)");
+  std::filesystem::remove_all(cache_dir);
+}
+
 }  // namespace
 }  // namespace cutelab

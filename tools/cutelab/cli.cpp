@@ -77,7 +77,9 @@ KernelLookup find_run_kernel(const std::vector<std::string>& args, std::size_t r
 void add_measure_options(CLI::App* cmd, MeasureArgs& m, const std::string& default_timing) {
   m.timing = default_timing;
   cmd->add_flag("--check,!--no-check", m.check, "Compare the result with the reference (default: on)");
-  cmd->add_flag("--tune", m.tune, "Time every valid config and cache the winner");
+  cmd->add_flag("--tune", m.tune,
+                "Time every valid config and cache the winner (ranked by the rotating figure with "
+                "--timing rotating, else by the flush one; cached per figure)");
   cmd->add_option("--json", m.json, "Also write the full report as JSON to FILE")->type_name("FILE");
   cmd->add_option("--seed", m.seed, "Seed of the random inputs (default: 1)");
   cmd->add_option("--max-time", m.max_time, "Cap on the sampling loop, seconds (default: 2)")

@@ -148,16 +148,39 @@ Suite parse_suite(const nlohmann::json& j, const std::string& origin) {
       const nlohmann::json& anchors = c["anchors"];
       if (!anchors.is_object())
         fail(origin, at + ".anchors", "expected an object keyed by device name, found " + found(anchors));
-      for (const auto& [device, a] : anchors.items()) {
-        const std::string aat = at + ".anchors." + device;
-        if (!a.is_object())
-          fail(origin, aat, "expected {\"us\": <number>, \"source\": \"...\"}, found " + found(a));
-        only_keys(a, {"us", "source"}, origin, aat);
-        if (!a.contains("us") || !a["us"].is_number() || !(a["us"].get<double>() > 0))
-          fail(origin, aat + ".us",
-               a.contains("us") ? "expected a positive number, found " + found(a["us"])
-                                : "missing (expected a positive number of microseconds)");
-        sc.anchors[device] = Anchor{a["us"].get<double>(), required_string(a, "source", origin, aat)};
+      for (const auto& [device, one_or_more] : anchors.items()) {
+        const std::string dat = at + ".anchors." + device;
+        if (!one_or_more.is_object() && !one_or_more.is_array())
+          fail(origin, dat,
+               "expected {\"us\": <number>, \"source\": \"...\"} or a list of them, found " +
+                   found(one_or_more));
+        const nlohmann::json list =
+            one_or_more.is_array() ? one_or_more : nlohmann::json::array({one_or_more});
+        RowAnchors& kept = sc.anchors[device];
+        for (std::size_t k = 0; k < list.size(); ++k) {
+          const nlohmann::json& a = list[k];
+          const std::string aat = one_or_more.is_array() ? dat + "[" + std::to_string(k) + "]" : dat;
+          if (!a.is_object())
+            fail(origin, aat, "expected {\"us\": <number>, \"source\": \"...\"}, found " + found(a));
+          only_keys(a, {"us", "source", "timing"}, origin, aat);
+          bool rotating = false;
+          if (a.contains("timing")) {
+            if (!a["timing"].is_string() || (a["timing"] != "flush" && a["timing"] != "rotating"))
+              fail(origin, aat + ".timing",
+                   "expected \"flush\" or \"rotating\", found " + found(a["timing"]));
+            rotating = a["timing"] == "rotating";
+          }
+          if (!a.contains("us") || !a["us"].is_number() || !(a["us"].get<double>() > 0))
+            fail(origin, aat + ".us",
+                 a.contains("us") ? "expected a positive number, found " + found(a["us"])
+                                  : "missing (expected a positive number of microseconds)");
+          for (const Anchor& before : kept)
+            if (before.rotating == rotating)
+              fail(origin, aat + ".timing",
+                   concat("a second ", rotating ? "rotating" : "flush",
+                          " anchor for this device (one of each kind)"));
+          kept.push_back(Anchor{a["us"].get<double>(), required_string(a, "source", origin, aat), rotating});
+        }
       }
     }
     s.cases.push_back(std::move(sc));
@@ -212,7 +235,7 @@ int cmd_suite(const SuiteArgs& a, Io io) {
   const RunOptions options = run_options(a.m);
 
   std::vector<RunResult> runs;
-  std::vector<std::optional<Anchor>> anchors;
+  std::vector<RowAnchors> anchors;
   std::vector<std::size_t> case_of;
   nlohmann::json rows = nlohmann::json::array();
   std::size_t total = 0;
@@ -253,13 +276,17 @@ int cmd_suite(const SuiteArgs& a, Io io) {
         r.status = RunResult::Status::error;
         r.message = e.what();
       }
-      std::optional<Anchor> anchor;
-      if (auto it = c.anchors.find(dev.name); it != c.anchors.end()) anchor = it->second;
+      RowAnchors row_anchors;
+      if (auto it = c.anchors.find(dev.name); it != c.anchors.end()) row_anchors = it->second;
       nlohmann::json row = {{"case", ci}, {"label", c.label}, {"result", r.to_json()}};
-      if (anchor) row["anchor"] = {{"us", anchor->us}, {"source", anchor->source}, {"device", dev.name}};
+      for (const Anchor& a : row_anchors)  // "anchor": the flush one, "rotating_anchor": the other
+        row[a.rotating ? "rotating_anchor" : "anchor"] = {{"us", a.us},
+                                                          {"source", a.source},
+                                                          {"timing", a.rotating ? "rotating" : "flush"},
+                                                          {"device", dev.name}};
       rows.push_back(row);
       runs.push_back(std::move(r));
-      anchors.push_back(anchor);
+      anchors.push_back(std::move(row_anchors));
       case_of.push_back(ci);
     }
   }

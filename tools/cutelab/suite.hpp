@@ -15,7 +15,7 @@ struct SuiteCase {
   std::string label;                      // optional, for people
   nlohmann::json problem;                 // parameter name -> number | bool | string
   std::vector<std::string> kernels;       // when not empty: run this case only for these kernels
-  std::map<std::string, Anchor> anchors;  // device name -> published time
+  std::map<std::string, RowAnchors> anchors;  // device name -> published times (one flush, one rotating)
 };
 
 struct Suite {

@@ -18,6 +18,7 @@ struct TuneKey {
   std::string sm;       // "sm_90"
   std::string cuda_runtime;
   std::string driver;
+  std::string timing;  // the figure the winner was ranked by: "" = flush (the lab method), "rotating"
 
   [[nodiscard]] std::string str() const;
 };

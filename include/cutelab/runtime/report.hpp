@@ -32,15 +32,20 @@ class Table {
 [[nodiscard]] std::string render_suite(const std::vector<RunResult>& runs);
 
 // A published time for the same problem on the same device, to compare with (suite files carry
-// them per device name, each with its source).
+// them per device name, each with its source), and which of the lab's figures it was taken as.
 struct Anchor {
   double us = 0;
   std::string source;
+  bool rotating = false;  // taken as the rotating figure; else as the flush (primary) one
 };
 // As above, with an anchor per run (nothing where none exists for this device): adds the
-// anchor's µs and the speedup anchor/ours.
+// anchor's µs and the speedup anchor / ours, ours being the figure of the anchor's kind ("-" where
+// the run did not take it: a flush anchor is never set against a rotating time). Rotating anchors
+// get columns of their own.
 [[nodiscard]] std::string render_suite(const std::vector<RunResult>& runs,
                                        const std::vector<std::optional<Anchor>>& anchors);
+// A run's anchors: at most one of each kind.
+using RowAnchors = std::vector<Anchor>;
 
 // Each run's time against the fastest baseline-tier kernel (id "baseline/...") of the same case
 // in the same run: best baseline µs / this run's µs (> 1: faster than the best baseline), on the
@@ -51,6 +56,9 @@ struct Anchor {
 // As above, with a "vs best baseline" column when some run has that ratio.
 [[nodiscard]] std::string render_suite(const std::vector<RunResult>& runs,
                                        const std::vector<std::optional<Anchor>>& anchors,
+                                       const std::vector<std::size_t>& case_of);
+[[nodiscard]] std::string render_suite(const std::vector<RunResult>& runs,
+                                       const std::vector<RowAnchors>& anchors,
                                        const std::vector<std::size_t>& case_of);
 
 // A progress line on stderr, rewritten in place on a terminal, one line per update otherwise.

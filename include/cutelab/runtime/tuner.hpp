@@ -4,8 +4,13 @@
 //
 // A kernel with a `setup` (Kernel::setup / launch_reusing_setup) is checked both ways (the
 // whole `launch`; `setup` then `launch_reusing_setup`) and timed both ways: the primary figure
-// (`timing`, which tuning ranks by) runs `setup` once and times `launch_reusing_setup`; the
-// second (`timing_with_setup`) times the whole `launch`.
+// (`timing`) runs `setup` once and times `launch_reusing_setup`; the second (`timing_with_setup`)
+// times the whole `launch`.
+//
+// Tuning ranks configs by the primary figure, or by the rotating one when that is the only figure
+// the run asks for (`--timing=rotating`: calls one after another on inputs that are not in L2, as a
+// serving engine makes them). Winners are cached per basis; a run without --tune takes the
+// winner of its own basis, else the other one's.
 
 #include <cuda_runtime_api.h>
 
@@ -24,12 +29,20 @@
 
 namespace cutelab {
 
+// What tuning ranks configs by (see above).
+enum class TuneBasis { flush, rotating };
+[[nodiscard]] TuneBasis tune_basis(TimingMode m) noexcept;
+[[nodiscard]] const char* tune_basis_name(TuneBasis b) noexcept;  // "flush", "rotating"
+
 struct ConfigOutcome {
   enum class Status { ok, invalid, launch_failed, check_failed, not_run };
   ConfigDesc config;
   Status status = Status::not_run;
   std::string reason;  // why it was skipped or failed
-  std::optional<TimingStats> timing;              // the primary figure (setup reused when there is one)
+  TuneBasis basis = TuneBasis::flush;             // which figure `timing` is
+  std::optional<TimingStats> timing;              // the figure ranked: flush (setup reused when there
+                                                  // is one) or rotating (per call over `rotating_sets`)
+  int rotating_sets = 0;                          // basis rotating: K
   std::vector<CheckResult> checks;                // the whole `launch`
   std::vector<CheckResult> checks_reusing_setup;  // `setup` + `launch_reusing_setup`, when set
 
@@ -45,7 +58,7 @@ struct RunOptions {
   bool measure = true;
   bool annotate = false;              // NVTX ranges per phase
   TimingOptions timing;
-  TimingMode timing_mode = TimingMode::flush;  // which figures the measurement takes (tuning: flush)
+  TimingMode timing_mode = TimingMode::flush;  // which figures the measurement takes; tune_basis(mode)
   std::string cache_dir;              // TuneCache::default_dir() when empty
 };
 
@@ -57,7 +70,9 @@ struct RunResult {
   Problem problem;
   DeviceInfo device;
   std::vector<ConfigOutcome> tuning;  // every config considered (tuning only)
-  std::string config_source;          // "forced", "tuned", "cache", "first valid"
+  std::string config_source;          // "forced", "tuned", "cache", "cache (rotating)", "first valid"
+  TuneBasis tune_basis = TuneBasis::flush;  // what `tuning` ranked by (flush when the rotating sets
+                                            // did not fit), and the cache entry looked up first
   std::optional<ConfigDesc> config;
   std::vector<FunctionResources> resources;
   bool has_setup = false;                         // the kernel sets Kernel::setup
@@ -82,10 +97,11 @@ struct RunResult {
 
 // CUTELAB_VERBOSE set (and not "0"): say which config was chosen and why.
 [[nodiscard]] bool verbose_from_env();
-// The key the tuner stores a run's winner under.
+// The key the tuner stores a run's winner under (its tune_basis).
 [[nodiscard]] TuneKey tune_key(const RunResult& r);
 // The same key for a kernel and problem on a device (what a later lookup outside a run uses).
-[[nodiscard]] TuneKey tune_key(const std::string& kernel, const Problem& problem, const DeviceInfo& dev);
+[[nodiscard]] TuneKey tune_key(const std::string& kernel, const Problem& problem, const DeviceInfo& dev,
+                               TuneBasis basis = TuneBasis::flush);
 
 // Never throws for problems of the kernel (they land in the result); throws UsageError for
 // bad problems or options.

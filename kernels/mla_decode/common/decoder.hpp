@@ -74,7 +74,8 @@ class DecoderSource {
 struct DecoderChoice {
   std::string kernel;                                     // "cute/mla_decode/paged_sm90/v3"
   std::string config;                                     // "fo8_mb1_evictfirst"
-  std::string config_source;                              // "given", "cache" or "first valid"
+  std::string config_source;  // "given", "cache", "cache (rotating)" (a winner ranked by the rotating
+                              // figure, preferred when there is one) or "first valid"
   MlaArithmetic arithmetic = MlaArithmetic::q_precision;  // out_tolerance / lse_tolerance take it
   std::unique_ptr<Decoder> decoder;
 };
