@@ -367,16 +367,19 @@ FP8_FORMATS = ["fp8_tensor", "fp8_token"]
 FP8_DEFAULT = {"fp8_tensor": "cute/mla_decode/paged_sm90_fp8/v13", "fp8_token": "cute/mla_decode/paged_sm90_fp8/v18"}
 
 
-def seen_rows(lens, s_q, h_q, causal):
-    """Query rows (lse values) that see at least one key."""
-    return sum(h_q * sum(1 for i in range(s_q) if (n - s_q + 1 + i if causal else n) > 0) for n in lens)
+def relative_l2_is_a_statistic(lens, s_q, h_q, causal):
+    """The C++ harness's rule (workspace.cu, relative_l2_is_a_statistic): the relative L2 bounds are
+    statistics of many values, so they hold a case where at least 64 rows see a key or every such row
+    sees 64 keys or more; over one or two few-key lse values the ratio is a draw (two 1-key rows of
+    |lse| ~0.47 with errors of 1.25 sigma give 4.9e-2 against fp8_tensor's 4e-2). The element-wise
+    bounds hold every case."""
+    keys = [max(0, n - s_q + 1 + i) if causal else n for n in lens for i in range(s_q)]
+    rows = h_q * sum(1 for k in keys if k > 0)
+    return rows >= 64 or (rows > 0 and all(k >= 64 for k in keys if k > 0))
 
 
-# FP8 caches take bf16 q. The reference test keeps the shapes with at least 16 rows that see a key: the
-# relative L2 bounds are statistics of many values (workspace.cu sized them over hundreds of rows); over
-# one or two lse values the ratio is a draw (two 1-key rows of |lse| ~0.47 with errors of 1.25 sigma give
-# 4.9e-2 against fp8_tensor's 4e-2). The C++ matrix runs those shapes too, on its own seeds.
-FP8_MATRIX = [c for c in MATRIX if c[5] == "bf16" and seen_rows(c[0], c[1], c[2], c[4]) >= 16]
+# FP8 caches take bf16 q.
+FP8_MATRIX = [c for c in MATRIX if c[5] == "bf16"]
 
 
 def fp8_cache(kv, kv_format):
@@ -431,8 +434,10 @@ def test_fp8_cache_quantised_in_python_matches_a_reference_on_it(kv_format, c):
     out, lse = mla.decode(plan, q, cache, kv_scale=scale, checked=True)
     want = reference(q, dequantised, block_table, seqlens, causal=causal)
     for name, got, ref in (("out", out, want[0]), ("lse", lse, want[1])):
-        (result,) = testing.verify(lambda: got, lambda: ref, lambda: (), names=[name], raise_on_fail=False,
-                                   **plan.tolerances[name])
+        tol = dict(plan.tolerances[name])
+        if not relative_l2_is_a_statistic(lens, s_q, h_q, causal):
+            tol["max_rel_l2"] = 0  # not applied
+        (result,) = testing.verify(lambda: got, lambda: ref, lambda: (), names=[name], raise_on_fail=False, **tol)
         assert result.passed, str(result)
 
 
