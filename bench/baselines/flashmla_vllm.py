@@ -11,8 +11,9 @@ times it beside the lab's kernels in the same call, so both run in the same powe
 Method: `cutelab.testing.bench`, the lab's own (MEASURE.md, as `cutelab run`): one call per CUDA-graph
 replay, L2 flushed before each sample, the lab's warm-up, stopping rule and statistics; the schedule is
 made by the first call and reused. `--timing rotating` (or `both`) also takes the rotating figure, as
-`cutelab run --timing rotating` does: K input sets (seeds seed..seed+K-1, each with its own schedule made
-before capture), K calls in one graph, time / K, no flush. Cases and anchors from a suite file (bench/suites/mla_decode.json);
+`cutelab run --timing rotating` does: K input sets (q and KV from seeds seed..seed+K-1, one length draw and
+page table for all, each set with its own schedule made before capture), K calls in one graph, time / K,
+no flush. Cases and anchors from a suite file (bench/suites/mla_decode.json);
 varlen rows draw lengths from N(t, t/2) clipped to [s, 131072] with their own generator, so compare
 TFLOP/s there (DESIGN.md's cost model: 2 * b * s_q * h_q * mean length * (576 + 512)). Needs the
 package's build tree on the path (scripts/test builds it):
@@ -52,12 +53,14 @@ def parse_args(argv):
     return a
 
 
-def make_case(torch, prob, seed):
+def make_case(torch, prob, seed, length_seed=None):
+    """q and the KV cache from `seed`; the lengths and the page table from `length_seed` (default: seed),
+    so that rotated sets share one length draw, as the lab's do."""
     b, s_q, h, t = prob["b"], prob.get("s", 1), prob["h"], prob.get("t", 0)
     if prob.get("hkv", 1) != 1 or prob.get("dtype", "bf16") != "bf16":
         raise ValueError("FlashMLA's dense MLA decode takes one bf16 KV head")
     dev = torch.device("cuda")
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device="cpu").manual_seed(seed if length_seed is None else length_seed)
     if prob.get("lens"):
         lens = torch.tensor(prob["lens"], dtype=torch.int64)
     elif prob.get("varlen"):
@@ -125,7 +128,7 @@ def main(argv):
     print(f"FlashMLA (vLLM 0.33.0 wheel, {a.so.name}) on {device}, torch {torch.__version__}; "
           f"timing {a.timing}, >= {a.min_samples} samples, cap {a.max_time} s")
     print(f"{'case':44s} {'median us':>10s} {'TFLOP/s':>8s} {'anchor us':>10s} {'anchor/us':>9s} "
-          f"{'rotating us':>14s} {'rot. anchor':>11s} {'anchor/us':>9s}  check")
+          f"{'rotating us':>17s} {'rot. anchor':>11s} {'anchor/us':>9s}  check")
     for case in suite["cases"]:
         label, prob = case["label"], case["problem"]
         if prob.get("timing", "flush") != "flush" or any(w not in label for w in wanted):
@@ -133,22 +136,21 @@ def main(argv):
         scale = D_QK ** -0.5
 
         def make_set(seed):
-            q, kv, table, lens, causal = make_case(torch, prob, seed)
+            q, kv, table, lens, causal = make_case(torch, prob, seed, length_seed=a.seed)
             out = torch.empty(q.shape[0], q.shape[1], q.shape[2], D_V, device="cuda", dtype=torch.bfloat16)
-            return [q, kv, table, lens, out, [None, None]]  # the last: the schedule, made by the first call
+            return [q, kv, table, lens, out, causal, [None, None]]  # the last: the schedule, once made
 
-        def call(q, kv, table, lens, out, meta):
+        def call(q, kv, table, lens, out, causal, meta):
             # Its out argument wants another shape when s_q > 1: the op allocates then.
-            o, lse, meta[0], meta[1] = decode(q, kv, D_V, lens, table, scale, prob.get("causal", False),
-                                              meta[0], meta[1], out if q.shape[1] == 1 else None)
+            o, lse, meta[0], meta[1] = decode(q, kv, D_V, lens, table, scale, causal, meta[0], meta[1],
+                                              out if q.shape[1] == 1 else None)
             return o
 
         first = make_set(a.seed)
-        q, lens = first[0], first[3]
+        q, lens, causal = first[0], first[3], first[5]
         o = call(*first)  # the schedule, reused by every later call
         torch.cuda.synchronize()
-        check = None if a.no_check else reference_rel_l2(torch, q, first[1], first[2], lens,
-                                                         bool(prob.get("causal", False)), o, scale)
+        check = None if a.no_check else reference_rel_l2(torch, q, first[1], first[2], lens, causal, o, scale)
         mean_len = float(lens.double().mean())
         flops = 2.0 * q.shape[0] * q.shape[1] * q.shape[2] * mean_len * (D_QK + D_V)
         bench = dict(min_samples=a.min_samples, max_samples=max(2000, a.min_samples), max_seconds=a.max_time)
@@ -187,7 +189,7 @@ def main(argv):
         rm, ra, rr = cells(row.get("rotating_median_us"), row.get("rotating_anchor_us"))
         k = f" (K={row['rotating_sets']})" if "rotating_sets" in row else ""
         tf = f"{row['tflops']:8.1f}" if "tflops" in row else f"{'-':>8s}"
-        print(f"{label:44s} {m} {tf} {fa} {fr} {rm + k:>14s} {ra:>11s} {rr}  {ok}", flush=True)
+        print(f"{label:44s} {m} {tf} {fa} {fr} {rm + k:>17s} {ra:>11s} {rr}  {ok}", flush=True)
         del first, q, lens, o
         torch.cuda.empty_cache()
     if a.json:

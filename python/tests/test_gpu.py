@@ -330,9 +330,16 @@ def test_config_from_the_tuning_cache(tmp_path, monkeypatch):
         for kernel, timing in (("cute/mla_decode/paged_sm90/v2", "flush"), ("mla_decode", "rotating")):
             subprocess.run([cli, "run", kernel, "--b=4", "--t=300", "--h=16", "--tune", "--timing", timing,
                             "--max-time", "0.05", "--no-check"], check=True, capture_output=True)
-        entries = json.loads((tmp_path / "tune.json").read_text())["entries"]
+        doc = json.loads((tmp_path / "tune.json").read_text())
+        entries = doc["entries"]
         (rotating,) = [e for key, e in entries.items() if key.endswith("|timing=rotating")]
-        assert rotating["key"]["kernel"] == "cute/mla_decode/paged_sm90/v3" and rotating["key"]["timing"] == "rotating"
+        assert rotating["key"]["kernel"] == "cute/mla_decode/paged_sm90/v3"
+        assert rotating["key"]["timing"] == "rotating"
+        # The basis decides, not the lowest median over both: v2's flush entry made far faster changes nothing.
+        (v2_flush,) = [e for e in entries.values()
+                       if e["key"]["kernel"].endswith("/v2") and "t=300" in e["key"]["problem"]]
+        v2_flush["median_us"] = rotating["median_us"] / 1000
+        (tmp_path / "tune.json").write_text(json.dumps(doc))
         served = mla.plan(seqlens, block_table, num_heads_q=16, max_seqlen=300)
         assert served.kernel == "cute/mla_decode/paged_sm90/v3" and served.config_source == "cache (rotating)"
         assert served.config == rotating["config"]

@@ -216,6 +216,7 @@ struct Session {
                  "sets that are not available (",
                  rot.skipped, ")."));
     }
+    o.basis = TuneBasis::flush;
     o.timing = time_primary(k, dev, options.timing, stream);
     o.status = ConfigOutcome::Status::ok;
   }
@@ -226,10 +227,10 @@ struct Session {
     std::vector<ConfigOutcome> outcomes;
     for (std::size_t i = 0; i < configs.size(); ++i) {
       const ConfigDesc& c = configs[i];
-      const std::string head = concat("tuning ", i + 1, "/", configs.size(), ": ", c.name,
-                                      r.tune_basis == TuneBasis::rotating ? " (rotating)" : "");
+      const std::string head = concat("tuning ", i + 1, "/", configs.size(), ": ", c.name);
       say(head + " ...");
       ConfigOutcome o = outcome_of(c, ConfigOutcome::Status::not_run, {});
+      o.basis = r.tune_basis;
       try {
         if (auto why = plan.validate(problem, c, dev)) {
           o.status = ConfigOutcome::Status::invalid;
@@ -265,8 +266,11 @@ struct Session {
         o.status = ConfigOutcome::Status::invalid;
         o.reason = e.message();
       }
-      say(concat(head, " ... ", o.status == ConfigOutcome::Status::ok ? us(o.timing->median_us)
-                                                                      : concat(status_name(o.status), ": ", o.reason)));
+      say(concat(head, " ... ",
+                 o.status != ConfigOutcome::Status::ok ? concat(status_name(o.status), ": ", o.reason)
+                 : o.basis == TuneBasis::rotating
+                     ? concat(us(o.timing->median_us), " (rotating K=", o.rotating_sets, ")")
+                     : us(o.timing->median_us)));
       outcomes.push_back(std::move(o));
     }
     r.tuning = outcomes;
@@ -412,41 +416,41 @@ struct Session {
   }
 
   // Makes the rotation's sets once. K follows from the memory that set 1 and a kernel of `sizing`
-  // on it take (plans with per-call scratch count), as many as exceed L2 and fit.
+  // on it take (plans with per-call scratch count), as many as exceed L2 and fit; a config whose
+  // scratch is larger than `sizing`'s and does not fit then fails its own rotating timing, named.
+  // Afterwards either there are at least two sets (set 0 is the run's) or `skipped` says why not;
+  // only a lost context propagates.
   void make_rotation_sets(const ConfigDesc& sizing) {
     if (rotation.made) return;
     rotation.made = true;
-    std::size_t free_before = 0, free_after = 0, total = 0;
-    CUTELAB_CUDA(cudaDeviceSynchronize());
-    CUTELAB_CUDA(cudaMemGetInfo(&free_before, &total));
-    // Room for the graph, the runtime and whatever else shares the device.
-    const double margin = std::max(512.0 * 1024 * 1024, static_cast<double>(total) / 20);
     const auto make_set = [&](int index) {
       rotation.sets.push_back(plan.inputs(problem, options.seed + static_cast<std::uint64_t>(index)));
       CUTELAB_CUDA(cudaDeviceSynchronize());
     };
+    std::size_t free_before = 0, free_after = 0, total = 0;
     try {
+      CUTELAB_CUDA(cudaDeviceSynchronize());
+      CUTELAB_CUDA(cudaMemGetInfo(&free_before, &total));
       make_set(1);
-      {
-        const Kernel sized = plan.plan(problem, sizing, *rotation.sets.back(), dev);
-        CUTELAB_CUDA(cudaDeviceSynchronize());
-        CUTELAB_CUDA(cudaMemGetInfo(&free_after, &total));
-      }
+      const Kernel sized = plan.plan(problem, sizing, *rotation.sets.back(), dev);
+      CUTELAB_CUDA(cudaDeviceSynchronize());
+      CUTELAB_CUDA(cudaMemGetInfo(&free_after, &total));
     } catch (const CudaError& e) {
       rotation.sets.clear();
-      if (e.code() != cudaErrorMemoryAllocation) {
-        rotation.skipped = concat("the second input set failed: ", e.message());
-        throw;
-      }
+      if (e.sticky()) throw;
       (void)cudaGetLastError();
-      rotation.skipped = concat("a second input set does not fit in device memory (",
-                                format_bytes(free_before), " free): ", e.message());
+      rotation.skipped = e.code() == cudaErrorMemoryAllocation
+                             ? concat("a second input set does not fit in device memory (",
+                                      format_bytes(free_before), " free): ", e.message())
+                             : concat("the second input set failed: ", e.message());
       return;
     } catch (const Error& e) {
       rotation.sets.clear();
       rotation.skipped = concat("the second input set failed: ", e.message());
-      throw;
+      return;
     }
+    // Room for the graph, the runtime and whatever else shares the device.
+    const double margin = std::max(512.0 * 1024 * 1024, static_cast<double>(total) / 20);
     // Allocations smaller than the allocator's granularity may not show: the cost's bytes (each
     // input read once) are a floor.
     rotation.set_bytes = std::max(
@@ -465,9 +469,13 @@ struct Session {
       try {
         make_set(i);
       } catch (const CudaError& e) {
-        if (e.code() != cudaErrorMemoryAllocation) throw;
+        if (e.sticky()) throw;
         (void)cudaGetLastError();
+        if (rotation.sets.size() == static_cast<std::size_t>(i))
+          rotation.sets.pop_back();  // made, not synced
         break;  // fewer sets than planned, still at least two
+      } catch (const Error&) {
+        break;
       }
     }
   }
@@ -480,6 +488,7 @@ struct Session {
     const bool setup = has_setup(k);
     rot.reuses_setup = setup;
     rot.l2_bytes = static_cast<double>(l2_cache_bytes(dev));
+    std::vector<Kernel> kernels;  // one a set beyond set 0; freed on return, after the stream is drained
     try {
       make_rotation_sets(config);
       if (rotation.sets.empty()) {
@@ -487,7 +496,6 @@ struct Session {
         return rot;
       }
       rot.set_bytes = rotation.set_bytes;
-      std::vector<Kernel> kernels;  // freed on return, after the graph has run
       for (const std::unique_ptr<Workspace>& set : rotation.sets)
         kernels.push_back(plan.plan(problem, config, *set, dev));
       CUTELAB_CUDA(cudaDeviceSynchronize());

@@ -254,12 +254,15 @@ class SetupWorkspace : public Workspace {
 };
 class SetupPlan : public TypedPlan<FillProblem, SetupConfig, SetupWorkspace> {
  public:
+  mutable int inputs_made = 0;  // input sets made (the run's own and the rotating ones)
+
   [[nodiscard]] KernelId id() const override { return {"baseline", "fill", "with_setup", "v1"}; }
   [[nodiscard]] ArchRequirement arch() const override { return {8, 0, false}; }
   [[nodiscard]] std::string summary() const override { return "copies a scratch buffer its setup fills"; }
 
  protected:
   std::unique_ptr<SetupWorkspace> make_inputs(const FillProblem& p, std::uint64_t) const override {
+    ++inputs_made;
     auto ws = std::make_unique<SetupWorkspace>(p.n);
     ws->poison(nullptr);
     return ws;
@@ -283,7 +286,7 @@ class SetupPlan : public TypedPlan<FillProblem, SetupConfig, SetupWorkspace> {
       fill(s);
       copy(s);
     };
-    k.setup = c.kind == "good" ? std::function<void(cudaStream_t)>(fill) : [](cudaStream_t) {};
+    k.setup = c.kind != "forgets" ? std::function<void(cudaStream_t)>(fill) : [](cudaStream_t) {};
     k.launch_reusing_setup = copy;
     return k;
   }
@@ -370,13 +373,22 @@ TEST_F(RuntimeGpu, KernelWithSetupIsCheckedAndTimedBothWaysAndRotates) {
   std::filesystem::remove_all(cache_dir);
 }
 
-// --timing=rotating --tune ranks every config by the rotating figure on one rotation of sets and
-// caches the winner under that basis; runs without --tune take their own basis's winner first.
+// SetupPlan with two configs that pass: a rotating tuning ranks both.
+class TwoGoodSetupPlan : public SetupPlan {
+ protected:
+  std::vector<SetupConfig> make_configs(const FillProblem&, const DeviceInfo&) const override {
+    return {{"forgets"}, {"good"}, {"good_too"}};
+  }
+};
+
+// --timing=rotating --tune ranks every config by the rotating figure on one rotation of sets (made
+// once, reused by the chosen config's own figure) and caches the winner under that basis; runs
+// without --tune take their own basis's winner first.
 TEST_F(RuntimeGpu, TuningByTheRotatingFigureIsCachedPerBasis) {
   const std::string cache_dir =
       (std::filesystem::temp_directory_path() / "cutelab-runtime-gpu-rotating-tune-test").string();
   std::filesystem::remove_all(cache_dir);
-  const SetupPlan plan;
+  const TwoGoodSetupPlan plan;
   const Problem p = make_problem(plan.family(), std::map<std::string, std::string>{{"n", "4194304"}});
   RunOptions o;
   o.cache_dir = cache_dir;
@@ -386,28 +398,35 @@ TEST_F(RuntimeGpu, TuningByTheRotatingFigureIsCachedPerBasis) {
   const RunResult tuned = run_kernel(plan, p, dev, o, std::nullopt);
   ASSERT_EQ(tuned.status, RunResult::Status::ok) << tuned.message;
   EXPECT_EQ(tuned.tune_basis, TuneBasis::rotating);
-  ASSERT_EQ(tuned.tuning.size(), 2u);
+  ASSERT_EQ(tuned.tuning.size(), 3u);
   EXPECT_EQ(tuned.tuning[0].status, ConfigOutcome::Status::check_failed);  // checked before it is timed
-  const ConfigOutcome& good = tuned.tuning[1];
-  ASSERT_EQ(good.status, ConfigOutcome::Status::ok) << good.reason;
-  EXPECT_EQ(good.basis, TuneBasis::rotating);
-  EXPECT_GE(good.rotating_sets, 2);
-  ASSERT_TRUE(good.timing);
-  EXPECT_GE(good.timing->n, o.timing.min_samples);
-  EXPECT_EQ(tuned.config->name, "good");
-  EXPECT_FALSE(tuned.timing);  // the run's own figures: rotating only, on the same number of sets
+  EXPECT_EQ(tuned.tuning[0].basis, TuneBasis::rotating);  // what it would have been ranked by
+  for (std::size_t i : {1u, 2u}) {
+    const ConfigOutcome& good = tuned.tuning[i];
+    ASSERT_EQ(good.status, ConfigOutcome::Status::ok) << good.reason;
+    EXPECT_EQ(good.basis, TuneBasis::rotating);
+    EXPECT_GE(good.rotating_sets, 2);
+    EXPECT_EQ(good.rotating_sets, tuned.tuning[1].rotating_sets);
+    ASSERT_TRUE(good.timing);
+    EXPECT_GE(good.timing->n, o.timing.min_samples);
+  }
+  const std::string winner = tuned.config->name;
+  EXPECT_TRUE(winner == "good" || winner == "good_too") << winner;
+  EXPECT_FALSE(tuned.timing);  // the run's own figures: rotating only, on the same sets
   ASSERT_TRUE(tuned.rotating && tuned.rotating->stats);
-  EXPECT_EQ(tuned.rotating->sets, good.rotating_sets);
+  EXPECT_EQ(tuned.rotating->sets, tuned.tuning[1].rotating_sets);
+  // The run's workspace and K - 1 more sets, made once for both configs and the run's own figure.
+  EXPECT_EQ(plan.inputs_made, tuned.rotating->sets);
   const nlohmann::json j = tuned.to_json();
   EXPECT_EQ(j.at("tune_basis"), "rotating");
   EXPECT_EQ(j.at("tuning").at(1).at("basis"), "rotating");
-  EXPECT_EQ(j.at("tuning").at(1).at("rotating_sets"), good.rotating_sets);
+  EXPECT_EQ(j.at("tuning").at(1).at("rotating_sets"), tuned.tuning[1].rotating_sets);
 
   // Stored under the rotating key only; the flush key (the one written before bases existed) is free.
   TuneCache cache(cache_dir + "/tune.json");
   const std::optional<TuneEntry> stored = cache.lookup(tune_key(tuned));
   ASSERT_TRUE(stored);
-  EXPECT_EQ(stored->config, "good");
+  EXPECT_EQ(stored->config, winner);
   EXPECT_EQ(stored->extra.at("basis"), "rotating");
   EXPECT_NE(tune_key(tuned).str(), tune_key(tuned.kernel, p, dev).str());
   EXPECT_FALSE(cache.lookup(tune_key(tuned.kernel, p, dev, TuneBasis::flush)));
@@ -417,7 +436,7 @@ TEST_F(RuntimeGpu, TuningByTheRotatingFigureIsCachedPerBasis) {
   o.timing_mode = TimingMode::flush;
   const RunResult fallback = run_kernel(plan, p, dev, o, std::nullopt);
   EXPECT_EQ(fallback.config_source, "cache (rotating)") << fallback.message;
-  EXPECT_EQ(fallback.config->name, "good");
+  EXPECT_EQ(fallback.config->name, winner);
   // ... until a flush tuning stores a winner of its own basis, which it then prefers.
   o.tune = true;
   const RunResult flush_tuned = run_kernel(plan, p, dev, o, std::nullopt);

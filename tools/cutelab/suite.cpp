@@ -176,7 +176,7 @@ Suite parse_suite(const nlohmann::json& j, const std::string& origin) {
                                   : "missing (expected a positive number of microseconds)");
           for (const Anchor& before : kept)
             if (before.rotating == rotating)
-              fail(origin, aat + ".timing",
+              fail(origin, a.contains("timing") ? aat + ".timing" : aat,
                    concat("a second ", rotating ? "rotating" : "flush",
                           " anchor for this device (one of each kind)"));
           kept.push_back(Anchor{a["us"].get<double>(), required_string(a, "source", origin, aat), rotating});
