@@ -160,7 +160,7 @@ def main(argv):
             samples, n = t.samples_us, t.n
             row.update(median_us=t.median_us, tflops=flops / t.median_us / 1e6, n=n, stop=t.stop_reason,
                        first5_us=sum(samples[:5]) / min(5, n), last20_us=sum(samples[-20:]) / min(20, n),
-                       anchor_us=anchor_us(case, device, "flush"), samples_us=samples)
+                       anchor_us=anchor_us(case, device, "flush"), samples_us=samples, clocks=t.clocks)
         if rotating:
             seeds = iter(range(a.seed, a.seed + 64))
 
@@ -175,7 +175,8 @@ def main(argv):
             next(seeds)  # seed a.seed is `first`
             t = testing.bench(call, timing="rotating", get_inputs=next_set, **bench)
             row.update(rotating_median_us=t.median_us, rotating_sets=t.sets, rotating_n=t.n,
-                       rotating_anchor_us=anchor_us(case, device, "rotating"), rotating_samples_us=t.samples_us)
+                       rotating_anchor_us=anchor_us(case, device, "rotating"), rotating_samples_us=t.samples_us,
+                       rotating_clocks=t.clocks)
             del rotating_sets
         rows.append(row)
         ok = "-" if check is None else (f"{check:.1e}" if check < 1e-2 else f"FAIL {check:.1e}")
