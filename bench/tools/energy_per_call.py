@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Energy a call, the lab's MLA decode (v3 through the Python API) beside FlashMLA (vLLM's build), rotating figure.
+
+For each case both kernels run on the same K input sets (q and KV from seeds seed..seed+K-1, one length draw),
+interleaved kernel by kernel over --rounds rounds, each timed by `cutelab.testing.bench(timing="rotating")`
+with >= --min-samples samples (the board's power cap engaged); NVML's energy counter (millijoules since the
+driver loaded, read through ctypes from the driver's libnvidia-ml) is read around each timing, and the energy a
+call is the difference over the calls the timing ran ((samples + 5 warm-up replays + 1 before capture) x K). Prints µs a call, joules a
+call and the mean power of the interval.
+
+    PYTHONPATH=build/release/python python3 bench/tools/energy_per_call.py --so .deps/flashmla-vllm-0.33.0/_flashmla_C.abi3.so \
+        [--cases 128:16:4096,128:128:4096] [--rounds 2] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import pathlib
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "baselines"))
+D_QK, D_V = 576, 512
+
+
+class Nvml:
+    def __init__(self, index: int):
+        self.lib = ctypes.CDLL("libnvidia-ml.so.1")
+        if self.lib.nvmlInit_v2() != 0:
+            raise RuntimeError("nvmlInit_v2 failed")
+        self.handle = ctypes.c_void_p()
+        if self.lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(index), ctypes.byref(self.handle)) != 0:
+            raise RuntimeError(f"no NVML device {index}")
+
+    def energy_mj(self) -> int:
+        v = ctypes.c_ulonglong()
+        rc = self.lib.nvmlDeviceGetTotalEnergyConsumption(self.handle, ctypes.byref(v))
+        if rc != 0:
+            raise RuntimeError(f"nvmlDeviceGetTotalEnergyConsumption returned {rc}")
+        return v.value
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--so", type=pathlib.Path, required=True, help="vLLM's _flashmla_C.abi3.so")
+    p.add_argument("--cases", default="128:16:4096,128:16:16384,128:64:16384,128:128:4096", help="b:h:t,...")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--sets", type=int, default=2)
+    p.add_argument("--min-samples", type=int, default=2000)
+    p.add_argument("--max-time", type=float, default=4.0)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", type=pathlib.Path)
+    a = p.parse_args(argv)
+    import torch
+    from cutelab import mla, testing
+    from flashmla_vllm import make_case
+    torch.ops.load_library(str(a.so))
+    fm_decode = torch.ops._flashmla_C.dense_decode_fwd
+    nvml = Nvml(torch.cuda.current_device())
+    scale = D_QK ** -0.5
+    rows = []
+    print(f"{'case':22s} {'kernel':10s} {'round':>5s} {'us/call':>9s} {'J/call':>8s} {'mean W':>7s} {'n':>5s}")
+    for spec in a.cases.split(","):
+        b, h, t = (int(x) for x in spec.split(":"))
+        prob = {"b": b, "s": 1, "h": h, "t": t}
+        sets = []
+        for k in range(a.sets):
+            q, kv, table, lens, causal = make_case(torch, prob, a.seed + k, length_seed=a.seed)
+            out = torch.empty(b, 1, h, D_V, device="cuda", dtype=torch.bfloat16)
+            lse = torch.empty(b, h, 1, device="cuda", dtype=torch.float32)
+            sets.append((q, kv, table, lens, out, lse, [None, None]))
+        plan = mla.plan(sets[0][3], sets[0][2], num_heads_q=h, max_seqlen=t)  # one length draw and table for every set
+
+        def v3(q, kv, table, lens, out, lse, meta):
+            mla.decode(plan, q, kv, out=out, lse=lse)
+
+        def fm(q, kv, table, lens, out, lse, meta):
+            _, _, meta[0], meta[1] = fm_decode(q, kv, D_V, lens, table, scale, False, meta[0], meta[1], out)
+
+        for s in sets:  # FlashMLA's schedule a set, made before capture
+            fm(*s)
+        torch.cuda.synchronize()
+        for r in range(a.rounds):
+            for name, fn in (("v3", v3), ("FlashMLA", fm)):
+                it = iter(sets)
+                torch.cuda.synchronize()
+                e0, t0 = nvml.energy_mj(), time.monotonic()
+                res = testing.bench(fn, timing="rotating", get_inputs=lambda: next(it), sets=a.sets,
+                                    min_samples=a.min_samples, max_samples=max(2000, a.min_samples),
+                                    max_seconds=a.max_time)
+                torch.cuda.synchronize()
+                e1, t1 = nvml.energy_mj(), time.monotonic()
+                calls = (res.n + 5 + 1) * a.sets  # bench's default 5 warm-up replays and the one before capture
+                j_call = (e1 - e0) / 1000.0 / calls
+                watts = (e1 - e0) / 1000.0 / (t1 - t0)
+                row = dict(case=f"b{b} h{h} t{t}", kernel=name, round=r, us=res.median_us, j_per_call=j_call,
+                           mean_w=watts, n=res.n, clocks=res.clocks)
+                rows.append(row)
+                print(f"{row['case']:22s} {name:10s} {r:5d} {res.median_us:9.2f} {j_call:8.4f} {watts:7.1f} {res.n:5d}",
+                      flush=True)
+        del sets, plan
+        torch.cuda.empty_cache()
+    if a.json:
+        a.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "argv": argv, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
