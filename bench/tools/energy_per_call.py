@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Energy a call, the lab's MLA decode (v3 through the Python API) beside FlashMLA (vLLM's build), rotating figure.
+"""Energy a call: the lab's MLA decode (v3, Python API) beside FlashMLA (vLLM's build), rotating figure.
 
 For each case both kernels run on the same K input sets (q and KV from seeds seed..seed+K-1, one length draw),
 interleaved kernel by kernel over --rounds rounds, each timed by `cutelab.testing.bench(timing="rotating")`
 with >= --min-samples samples (the board's power cap engaged); NVML's energy counter (millijoules since the
 driver loaded, read through ctypes from the driver's libnvidia-ml) is read around each timing, and the energy a
-call is the difference over the calls the timing ran ((samples + 5 warm-up replays + 1 before capture) x K). Prints µs a call, joules a
-call and the mean power of the interval.
+call is the difference over the calls the timing ran ((samples + 5 warm-up replays + 1 before capture) x K).
+Prints µs a call, joules a call and the mean power of the interval.
 
-    PYTHONPATH=build/release/python python3 bench/tools/energy_per_call.py --so .deps/flashmla-vllm-0.33.0/_flashmla_C.abi3.so \
-        [--cases 128:16:4096,128:128:4096] [--rounds 2] [--json out.json]
+    PYTHONPATH=build/release/python python3 bench/tools/energy_per_call.py \
+        --so .deps/flashmla-vllm-0.33.0/_flashmla_C.abi3.so [--cases 128:16:4096,128:128:4096] [--rounds 2] \
+        [--json out.json]
 """
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def main(argv):
             out = torch.empty(b, 1, h, D_V, device="cuda", dtype=torch.bfloat16)
             lse = torch.empty(b, h, 1, device="cuda", dtype=torch.float32)
             sets.append((q, kv, table, lens, out, lse, [None, None]))
-        plan = mla.plan(sets[0][3], sets[0][2], num_heads_q=h, max_seqlen=t)  # one length draw and table for every set
+        # One length draw and page table for every set: one plan serves them all.
+        plan = mla.plan(sets[0][3], sets[0][2], num_heads_q=h, max_seqlen=t)
 
         def v3(q, kv, table, lens, out, lse, meta):
             mla.decode(plan, q, kv, out=out, lse=lse)
@@ -92,18 +94,21 @@ def main(argv):
                                     max_seconds=a.max_time)
                 torch.cuda.synchronize()
                 e1, t1 = nvml.energy_mj(), time.monotonic()
-                calls = (res.n + 5 + 1) * a.sets  # bench's default 5 warm-up replays and the one before capture
+                # bench's default 5 warm-up replays and the one before capture; the interval also holds the
+                # capture itself (host time, the GPU idle), the same for both kernels.
+                calls = (res.n + 5 + 1) * a.sets
                 j_call = (e1 - e0) / 1000.0 / calls
                 watts = (e1 - e0) / 1000.0 / (t1 - t0)
                 row = dict(case=f"b{b} h{h} t{t}", kernel=name, round=r, us=res.median_us, j_per_call=j_call,
                            mean_w=watts, n=res.n, clocks=res.clocks)
                 rows.append(row)
-                print(f"{row['case']:22s} {name:10s} {r:5d} {res.median_us:9.2f} {j_call:8.4f} {watts:7.1f} {res.n:5d}",
-                      flush=True)
+                print(f"{row['case']:22s} {name:10s} {r:5d} {res.median_us:9.2f} {j_call:8.4f} {watts:7.1f} "
+                      f"{res.n:5d}", flush=True)
         del sets, plan
         torch.cuda.empty_cache()
     if a.json:
-        a.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "argv": argv, "rows": rows}, indent=1))
+        doc = {"device": torch.cuda.get_device_name(), "argv": argv, "rows": rows}
+        a.json.write_text(json.dumps(doc, indent=1))
     return 0
 
 
