@@ -42,6 +42,11 @@ std::string format_sci(double v) {
 
 std::string format_us(double us) { return format_fixed(us, us < 100 ? 2 : 1); }
 
+// Joules a call: "0.450 J", "12.5 mJ" below a tenth of a joule.
+std::string format_joules(double j) {
+  return j >= 0.1 ? format_fixed(j, 3) + " J" : format_fixed(j * 1e3, j * 1e3 < 10 ? 2 : 1) + " mJ";
+}
+
 std::string format_tflops(double t) { return format_fixed(t, t < 10 ? 2 : 1); }
 
 std::string format_count(double v) { return std::to_string(static_cast<long long>(std::llround(v))); }
@@ -202,6 +207,13 @@ void render_times(std::ostringstream& o, const RunResult& r) {
       << rot->sets << " calls per graph replay, time / " << rot->sets << ", no flush";
     if (rot->l2_bytes > 0 && total <= rot->l2_bytes) o << "; the sets fit in L2: the data stays warm";
     o << "\n";
+    const TimingStats& s = *rot->stats;
+    if (s.joules_per_call)
+      o << "  " << rotating_label(*rot) << " energy: " << format_joules(*s.joules_per_call) << " a call at "
+        << format_fixed(s.mean_watts.value_or(0), 0)
+        << " W mean (the board's counter over the sampling loop)\n";
+    else if (!s.energy_note.empty())
+      o << "  " << rotating_label(*rot) << " energy: " << s.energy_note << "\n";
   }
   if (rot && !rot->skipped.empty()) o << "  rotating: not measured: " << rot->skipped << "\n";
 }
@@ -453,7 +465,11 @@ std::string render_suite(const std::vector<RunResult>& runs, const std::vector<R
   t.add_column("check", Table::Align::left);
   t.add_column("median µs");
   t.add_column("p10-p90 µs");
+  const bool any_energy = std::any_of(runs.begin(), runs.end(), [](const RunResult& r) {
+    return r.rotating && r.rotating->stats && r.rotating->stats->joules_per_call;
+  });
   if (any_rotating) t.add_column("rotating µs");
+  if (any_energy) t.add_column("J/call");
   if (any_setup) t.add_column("with setup µs");
   t.add_column("GB/s");
   t.add_column("TFLOP/s");
@@ -514,6 +530,10 @@ std::string render_suite(const std::vector<RunResult>& runs, const std::vector<R
                     : rot && !rot->skipped.empty() ? "skip"
                                                    : "-");
     }
+    if (any_energy) {
+      const TimingStats* rs = r.rotating && r.rotating->stats ? &*r.rotating->stats : nullptr;
+      row.push_back(rs && rs->joules_per_call ? format_joules(*rs->joules_per_call) : "-");
+    }
     if (any_setup) row.push_back(r.timing_with_setup ? format_us(r.timing_with_setup->median_us) : "-");
     if (basis) {
       rates_on_rotating |= !r.timing;
@@ -560,6 +580,11 @@ std::string render_suite(const std::vector<RunResult>& runs, const std::vector<R
         "rotating µs: K calls on K input sets in one CUDA graph, time / K, no L2 flush (launch cost inside "
         "the graph, data cold)\n";
   if (rates_on_rotating) out += "rows without a median µs: GB/s, TFLOP/s and shares on the rotating time\n";
+  if (any_energy)
+    out +=
+        "J/call: the board's energy (NVML's counter) over the rotating figure's sampling loop, a call; under "
+        "a "
+        "power cap the time is this energy over the power limit\n";
   if (any_anchor) out += "speedup = anchor µs / our median µs (> 1: faster than the anchor)\n";
   if (any_rotating_anchor)
     out +=

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cuda_raii.hpp"
+#include "cutelab/runtime/energy.hpp"
 
 namespace cutelab {
 namespace {
@@ -95,6 +96,16 @@ TimingStats sample_calls(const std::vector<std::function<void(cudaStream_t)>>& l
   const double calls = static_cast<double>(launches.size());
   std::vector<double> samples;
   std::string reason;
+  // Without a flush the loop is the calls alone (and the host's wait after each sample): the energy
+  // counter around it gives joules a call. A flush's own writes would be in it, so not then.
+  const EnergyCounter* energy = nullptr;
+  std::optional<std::uint64_t> mj_before;
+  if (!flusher) {
+    int device = 0;
+    CUTELAB_CUDA(cudaGetDevice(&device));
+    energy = &EnergyCounter::of(device);
+    mj_before = energy->millijoules();
+  }
   const auto t0 = std::chrono::steady_clock::now();
   for (;;) {
     if (flusher) flusher->flush(stream);
@@ -108,8 +119,23 @@ TimingStats sample_calls(const std::vector<std::function<void(cudaStream_t)>>& l
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (sampling_done(samples, elapsed, options, &reason)) break;
   }
+  const std::optional<std::uint64_t> mj_after = energy ? energy->millijoules() : std::nullopt;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double calls_timed = calls * static_cast<double>(samples.size());
   TimingStats stats = summarize_samples(std::move(samples));
   stats.stop_reason = reason;
+  if (energy) {
+    if (!energy->available())
+      stats.energy_note = "no energy counter: " + energy->why_unavailable();
+    else if (const auto e = mj_before && mj_after ? energy_over(*mj_before, *mj_after, seconds, calls_timed)
+                                                  : std::nullopt) {
+      stats.joules_per_call = e->joules_per_call;
+      stats.mean_watts = e->mean_watts;
+    } else {
+      stats.energy_note = concat("no energy figure: the loop ran ", seconds, " s (the counter needs ",
+                                 kEnergyMinSeconds, " s or more; raise --min-samples)");
+    }
+  }
   if (!fallback.empty()) stats.stop_reason += " (direct launches: graph capture failed: " + fallback + ")";
   return stats;
 }
@@ -128,6 +154,9 @@ nlohmann::json TimingStats::to_json(bool with_samples) const {
                       {"stdev_us", stdev_us},
                       {"rel_ci", finite(rel_ci)},
                       {"stop_reason", stop_reason}};
+  if (joules_per_call) j["joules_per_call"] = *joules_per_call;
+  if (mean_watts) j["mean_watts"] = *mean_watts;
+  if (!energy_note.empty()) j["energy_note"] = energy_note;
   if (with_samples) j["samples_us"] = samples_us;
   return j;
 }

@@ -635,7 +635,7 @@ RunResult run_kernel(const KernelPlan& plan, const Problem& problem, const Devic
       ref = plan.reference(problem, *ws);
       check_reference_shape(ws->outputs(), ref, r.kernel);
     }
-    Session s{plan, problem, dev, options, progress, r, *ws, ref, stream.get()};
+    Session s{plan, problem, dev, options, progress, r, *ws, ref, stream.get(), {}};
     std::optional<ConfigDesc> chosen;
     if (forced) {
       r.config_source = "forced";

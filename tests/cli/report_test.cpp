@@ -395,6 +395,28 @@ TEST(RenderSuite, AddsRotatingAndSetupColumnsOnlyWhenPresent) {
   EXPECT_EQ(plain.find("with setup"), std::string::npos) << plain;
 }
 
+// The rotating figure's energy a call, or why there is none.
+TEST(RenderRun, RotatingEnergyOrWhyNot) {
+  RunResult r = run_with_every_figure();
+  r.rotating->stats->joules_per_call = 0.45;
+  r.rotating->stats->mean_watts = 690.4;
+  EXPECT_NE(render_run(r).find("rotating K=8 energy: 0.450 J a call at 690 W mean"), std::string::npos)
+      << render_run(r);
+  EXPECT_EQ(r.to_json().at("rotating").at("timing").at("joules_per_call"), 0.45);
+  r.rotating->stats->joules_per_call.reset();
+  r.rotating->stats->energy_note = "no energy counter: test";
+  EXPECT_NE(render_run(r).find("rotating K=8 energy: no energy counter: test"), std::string::npos)
+      << render_run(r);
+
+  std::vector<RunResult> runs = {run_with_every_figure(), run_with_every_figure()};
+  runs[1].problem = Problem("rmsnorm", {{"rows", std::int64_t{4096}}, {"cols", std::int64_t{8192}}});
+  runs[0].rotating->stats->joules_per_call = 0.0123;
+  const std::string table = render_suite(runs);
+  EXPECT_EQ(cell_under(table, "J/call", "1 "), "12.3 mJ") << table;
+  EXPECT_EQ(cell_under(table, "J/call", "2 "), "-") << table;
+  EXPECT_EQ(render_suite({sample_run(200.0, true)}).find("J/call"), std::string::npos);
+}
+
 TEST(RenderSuite, SummarisesEachKernelAgainstTheAnchorsAndTheBaselines) {
   // Two cases, a lab kernel and a baseline in each.
   std::vector<RunResult> runs = {sample_run(100.0, true), sample_run(200.0, true), sample_run(80.0, true),

@@ -10,6 +10,7 @@
 
 #include "cutelab/runtime/check.hpp"
 #include "cutelab/runtime/device.hpp"
+#include "cutelab/runtime/energy.hpp"
 #include "cutelab/runtime/tensor.hpp"
 #include "cutelab/runtime/timing.hpp"
 #include "cutelab/runtime/tuner.hpp"
@@ -371,6 +372,44 @@ TEST_F(RuntimeGpu, KernelWithSetupIsCheckedAndTimedBothWaysAndRotates) {
   EXPECT_FALSE(rotated.rotating->reuses_setup);
   EXPECT_EQ(rotated.rate_timing(), &*rotated.rotating->stats);
   std::filesystem::remove_all(cache_dir);
+}
+
+// A rotating loop long enough for the counter's resolution carries the board's energy a call where
+// NVML has a counter; a short one says why it has none.
+TEST_F(RuntimeGpu, RotatingFigureCarriesEnergyPerCall) {
+  const SetupPlan plan;
+  const Problem p = make_problem(plan.family(), std::map<std::string, std::string>{{"n", "4194304"}});
+  RunOptions o;
+  o.config = "good";
+  o.check = false;
+  o.cache_dir = (std::filesystem::temp_directory_path() / "cutelab-runtime-gpu-energy-test").string();
+  o.timing_mode = TimingMode::rotating;
+  o.timing.max_seconds = 30;
+  const auto rotating_stats = [&](int samples) {
+    o.timing.min_samples = o.timing.max_samples = samples;
+    const RunResult r = run_kernel(plan, p, dev, o, std::nullopt);
+    EXPECT_EQ(r.status, RunResult::Status::ok) << r.message;
+    EXPECT_TRUE(r.rotating && r.rotating->stats) << (r.rotating ? r.rotating->skipped : "");
+    return r.rotating && r.rotating->stats ? *r.rotating->stats : TimingStats{};
+  };
+  const EnergyCounter& counter = EnergyCounter::of(dev.index);
+  const TimingStats brief = rotating_stats(20);  // well under kEnergyMinSeconds
+  EXPECT_FALSE(brief.joules_per_call);
+  if (!counter.available()) {
+    EXPECT_NE(brief.energy_note.find(counter.why_unavailable()), std::string::npos) << brief.energy_note;
+    GTEST_SKIP() << "no energy counter: " << counter.why_unavailable();
+  }
+  EXPECT_NE(brief.energy_note.find("raise --min-samples"), std::string::npos) << brief.energy_note;
+  const TimingStats s = rotating_stats(10000);  // ~0.8 s of replays of ~12 copies of 8 MiB
+  ASSERT_TRUE(s.joules_per_call) << s.energy_note;
+  // The whole board's energy over the loop, a call: more than nothing, less than the loop's length at
+  // 2 kW per call.
+  EXPECT_GT(*s.joules_per_call, 0);
+  EXPECT_LT(*s.joules_per_call, 2000.0 * s.max_us * 1e-6);
+  ASSERT_TRUE(s.mean_watts);
+  EXPECT_GT(*s.mean_watts, 10);
+  EXPECT_LT(*s.mean_watts, 2000);
+  std::filesystem::remove_all(o.cache_dir);
 }
 
 // SetupPlan with two configs that pass: a rotating tuning ranks both.

@@ -43,6 +43,11 @@ struct TimingStats {
   double median_us = 0, p10_us = 0, p90_us = 0, min_us = 0, max_us = 0, mean_us = 0, stdev_us = 0;
   double rel_ci = 0;        // 1.96 * stdev / sqrt(n) / mean
   std::string stop_reason;  // "converged", "time cap", "sample cap"
+  // Sampling loops without a flush (the rotating figure): the board's energy over the loop (NVML's
+  // counter, runtime/energy.hpp) a call and its mean power; nothing where the counter is missing or the
+  // loop was shorter than kEnergyMinSeconds (then `energy_note` says which).
+  std::optional<double> joules_per_call, mean_watts;
+  std::string energy_note;
 
   [[nodiscard]] nlohmann::json to_json(bool with_samples = false) const;
 };

@@ -1,0 +1,41 @@
+#pragma once
+// The board's energy counter: NVML's total energy consumption (millijoules since the driver loaded),
+// read through the driver's libnvidia-ml, loaded at run time (no build dependency; where it is
+// missing the counter says why). Under a power cap a call's time is its energy over the power limit,
+// so the rotating figure carries the energy a call beside the µs.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace cutelab {
+
+class EnergyCounter {
+ public:
+  // The counter of the board behind CUDA device `cuda_device` (matched by PCI bus id). Shared,
+  // opened once a process; never throws.
+  [[nodiscard]] static const EnergyCounter& of(int cuda_device);
+
+  [[nodiscard]] bool available() const noexcept { return handle_ != nullptr; }
+  [[nodiscard]] const std::string& why_unavailable() const noexcept { return why_; }
+  // Millijoules since the driver loaded; nothing when unavailable or the read fails.
+  [[nodiscard]] std::optional<std::uint64_t> millijoules() const;
+
+ private:
+  explicit EnergyCounter(int cuda_device);
+  void* handle_ = nullptr;  // nvmlDevice_t
+  std::string why_;
+};
+
+// Energy over an interval of `calls` calls (the rotating figure's sampling loop): joules a call and
+// the interval's mean power, or nothing where the counter moved by too little to mean anything
+// (it counts millijoules and the driver updates it every few milliseconds: at least kMinSeconds).
+struct EnergyReading {
+  double joules_per_call = 0;
+  double mean_watts = 0;
+};
+inline constexpr double kEnergyMinSeconds = 0.25;
+[[nodiscard]] std::optional<EnergyReading> energy_over(std::uint64_t mj_before, std::uint64_t mj_after,
+                                                       double seconds, double calls);
+
+}  // namespace cutelab
