@@ -582,9 +582,8 @@ std::string render_suite(const std::vector<RunResult>& runs, const std::vector<R
   if (rates_on_rotating) out += "rows without a median µs: GB/s, TFLOP/s and shares on the rotating time\n";
   if (any_energy)
     out +=
-        "J/call: the board's energy (NVML's counter) over the rotating figure's sampling loop, a call; under "
-        "a "
-        "power cap the time is this energy over the power limit\n";
+        "J/call: the board's energy (NVML's counter) over the rotating figure's sampling loop, a call "
+        "(under a power cap the time is this energy over the power limit)\n";
   if (any_anchor) out += "speedup = anchor µs / our median µs (> 1: faster than the anchor)\n";
   if (any_rotating_anchor)
     out +=

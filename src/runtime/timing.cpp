@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -132,7 +133,9 @@ TimingStats sample_calls(const std::vector<std::function<void(cudaStream_t)>>& l
       stats.joules_per_call = e->joules_per_call;
       stats.mean_watts = e->mean_watts;
     } else {
-      stats.energy_note = concat("no energy figure: the loop ran ", seconds, " s (the counter needs ",
+      char ran[32];
+      std::snprintf(ran, sizeof(ran), "%.3f", seconds);
+      stats.energy_note = concat("no energy figure: the loop ran ", ran, " s (the counter needs ",
                                  kEnergyMinSeconds, " s or more; raise --min-samples)");
     }
   }
