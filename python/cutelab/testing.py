@@ -101,12 +101,20 @@ class BenchResult:
     # record: sm_mhz_min / max, slowed_samples, slowdowns, brief, ...); {"available": False, "why": ..}
     # where nvidia-smi cannot say.
     clocks: dict = field(default_factory=dict, repr=False)
+    # Rotating mode: the board's energy over the sampling loop (NVML's counter) a call and the loop's mean
+    # power, as `cutelab run --timing rotating` reports them; None with `energy_note` saying why (no counter,
+    # or a loop shorter than the counter's resolution allows: raise min_samples).
+    joules_per_call: Optional[float] = None
+    mean_watts: Optional[float] = None
+    energy_note: str = ""
 
     def __str__(self) -> str:
         how = f"{self.sets} sets rotated" if self.mode == "rotating" else "L2 flushed"
         sm = f"; SM MHz {self.clocks['brief']}" if self.clocks.get("available") else ""
+        energy = (f"; {self.joules_per_call:.4g} J a call at {self.mean_watts:.0f} W"
+                  if self.joules_per_call is not None else "")
         return (f"{self.median_us:.2f} us median (p10 {self.p10_us:.2f}, p90 {self.p90_us:.2f}; n={self.n}, "
-                f"{self.stop_reason}; {how}, {'graph' if self.graph else 'direct'}{sm})")
+                f"{self.stop_reason}; {how}, {'graph' if self.graph else 'direct'}{sm}{energy})")
 
 
 def _torch():
@@ -139,14 +147,17 @@ def _capture(torch, calls: Callable[[], None], use_graph: bool):
 
 
 def _sample(torch, replay, per_call: int, flush, warmup: int, min_samples: int, max_samples: int,
-            max_seconds: float, target_rel_ci: float) -> tuple[list, str, dict]:
+            max_seconds: float, target_rel_ci: float) -> tuple[list, str, dict, dict]:
     for _ in range(warmup):
         replay()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     samples: list[float] = []
-    sampler = _C.ClockSampler(torch.cuda.current_device())
+    device = torch.cuda.current_device()
+    sampler = _C.ClockSampler(device)
     sampler.start()
+    # Without a flush the loop is the calls alone: the energy counter around it gives joules a call.
+    mj_before = _C.energy_mj(device) if flush is None else None
     began = time.perf_counter()
     try:
         while True:
@@ -163,7 +174,21 @@ def _sample(torch, replay, per_call: int, flush, warmup: int, min_samples: int, 
                 break
     finally:
         clocks = sampler.stop()
-    return samples, reason, clocks
+    energy: dict = {}
+    if flush is None:
+        seconds = time.perf_counter() - began
+        mj_after = _C.energy_mj(device)
+        why = _C.energy_unavailable(device)
+        e = (_C.energy_over(mj_before, mj_after, seconds, float(len(samples) * per_call))
+             if mj_before is not None and mj_after is not None else None)
+        if e is not None:
+            energy = dict(joules_per_call=e[0], mean_watts=e[1])
+        elif why:
+            energy = dict(energy_note=f"no energy counter: {why}")
+        else:
+            energy = dict(energy_note=f"no energy figure: the loop ran {seconds:.3f} s (the counter needs "
+                                      f"{_C.energy_min_seconds} s or more; raise min_samples)")
+    return samples, reason, clocks, energy
 
 
 def bench(fn: Callable, *, timing: str = "flush", get_inputs: Optional[Callable[[], Any]] = None,
@@ -193,8 +218,8 @@ def bench(fn: Callable, *, timing: str = "flush", get_inputs: Optional[Callable[
         args = _as_tuple(get_inputs()) if get_inputs is not None else ()
         scratch = torch.empty(2 * l2 // 4 + 1, dtype=torch.int32, device="cuda")
         replay, graph, note = _capture(torch, lambda: fn(*args), use_graph)
-        samples, reason, clocks = _sample(torch, replay, 1, scratch.zero_, warmup, min_samples, max_samples,
-                                          max_seconds, target_rel_ci)
+        samples, reason, clocks, energy = _sample(torch, replay, 1, scratch.zero_, warmup, min_samples,
+                                                  max_samples, max_seconds, target_rel_ci)
         k = 1
     else:
         first = _as_tuple(get_inputs())
@@ -213,8 +238,8 @@ def bench(fn: Callable, *, timing: str = "flush", get_inputs: Optional[Callable[
                 fn(*a)
 
         replay, graph, note = _capture(torch, calls, use_graph)
-        samples, reason, clocks = _sample(torch, replay, k, None, warmup, min_samples, max_samples, max_seconds,
-                                          target_rel_ci)
+        samples, reason, clocks, energy = _sample(torch, replay, k, None, warmup, min_samples, max_samples,
+                                                  max_seconds, target_rel_ci)
     s = _C.summarize_samples(samples)
     return BenchResult(timing, s["median_us"], s["p10_us"], s["p90_us"], s["mean_us"], s["min_us"], s["n"],
-                       s["rel_ci"], reason + (f"; {note}" if note else ""), graph, k, samples, clocks)
+                       s["rel_ci"], reason + (f"; {note}" if note else ""), graph, k, samples, clocks, **energy)

@@ -364,6 +364,17 @@ def test_verify_and_bench_on_the_kernel():
                              get_inputs=lambda: next(it), sets=3)
     assert rotating.graph and rotating.sets == 3 and rotating.median_us > 0
     assert flush.clocks["available"] and rotating.clocks["available"], (flush.clocks, rotating.clocks)
+    # Energy a call: only without a flush, only over a loop the counter can resolve.
+    assert flush.joules_per_call is None and flush.energy_note == ""
+    assert rotating.joules_per_call is None and rotating.energy_note, rotating
+    it = iter(sets * 4)
+    long_run = testing.bench(lambda q, kv: mla.decode(plan, q, kv, out=out, lse=lse), timing="rotating",
+                             get_inputs=lambda: next(it), sets=3, min_samples=6000, max_samples=6000, max_seconds=30)
+    if cutelab._C.energy_unavailable(torch.cuda.current_device()):
+        assert "no energy counter" in long_run.energy_note
+    else:
+        assert long_run.joules_per_call and 0 < long_run.joules_per_call < 2000 * long_run.median_us * 1e-6 * 10
+        assert 10 < long_run.mean_watts < 2000 and "J a call" in str(long_run), long_run
     assert "SM MHz" in str(flush)
     print(f"b8 s1 h128 t4096: flush {flush}; rotating {rotating}")
 
