@@ -5,8 +5,9 @@ For each case both kernels run on the same K input sets (q and KV from seeds see
 interleaved kernel by kernel over --rounds rounds, each timed by `cutelab.testing.bench(timing="rotating")`
 with >= --min-samples samples (the board's power cap engaged); NVML's energy counter (millijoules since the
 driver loaded, read through ctypes from the driver's libnvidia-ml) is read around each timing, and the energy a
-call is the difference over the calls the timing ran ((samples + 5 warm-up replays + 1 before capture) x K).
-Prints µs a call, joules a call and the mean power of the interval.
+call is the difference over the calls the timing ran ((samples + 5 warm-up replays + 1 before capture) x K),
+nothing where the interval was shorter than the counter resolves (the harness's floor, 1 s). Prints µs a call,
+joules a call, the interval's mean power and its length.
 
     PYTHONPATH=build/release/python python3 bench/tools/energy_per_call.py \
         --so .deps/flashmla-vllm-0.33.0/_flashmla_C.abi3.so [--cases 128:16:4096,128:128:4096] [--rounds 2] \
@@ -49,12 +50,13 @@ def main(argv):
     p.add_argument("--cases", default="128:16:4096,128:16:16384,128:64:16384,128:128:4096", help="b:h:t,...")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--sets", type=int, default=2)
-    p.add_argument("--min-samples", type=int, default=2000)
-    p.add_argument("--max-time", type=float, default=4.0)
+    p.add_argument("--min-samples", type=int, default=8000, help="enough for >= 1 s at the shortest rows")
+    p.add_argument("--max-time", type=float, default=6.0)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", type=pathlib.Path)
     a = p.parse_args(argv)
     import torch
+    import cutelab
     from cutelab import mla, testing
     from flashmla_vllm import make_case
     torch.ops.load_library(str(a.so))
@@ -62,7 +64,8 @@ def main(argv):
     nvml = Nvml(torch.cuda.current_device())
     scale = D_QK ** -0.5
     rows = []
-    print(f"{'case':22s} {'kernel':10s} {'round':>5s} {'us/call':>9s} {'J/call':>8s} {'mean W':>7s} {'n':>5s}")
+    print(f"{'case':22s} {'kernel':10s} {'round':>5s} {'us/call':>9s} {'J/call':>8s} {'mean W':>7s} {'n':>5s} "
+          f"{'s':>6s}")
     for spec in a.cases.split(","):
         b, h, t = (int(x) for x in spec.split(":"))
         prob = {"b": b, "s": 1, "h": h, "t": t}
@@ -97,13 +100,15 @@ def main(argv):
                 # bench's default 5 warm-up replays and the one before capture; the interval also holds the
                 # capture itself (host time, the GPU idle), the same for both kernels.
                 calls = (res.n + 5 + 1) * a.sets
-                j_call = (e1 - e0) / 1000.0 / calls
-                watts = (e1 - e0) / 1000.0 / (t1 - t0)
+                # The harness's rule: nothing over an interval shorter than the counter can resolve.
+                e = cutelab._C.energy_over(e0, e1, t1 - t0, float(calls))
+                j_call, watts = e if e is not None else (None, None)
                 row = dict(case=f"b{b} h{h} t{t}", kernel=name, round=r, us=res.median_us, j_per_call=j_call,
-                           mean_w=watts, n=res.n, clocks=res.clocks)
+                           mean_w=watts, seconds=t1 - t0, n=res.n, clocks=res.clocks)
                 rows.append(row)
-                print(f"{row['case']:22s} {name:10s} {r:5d} {res.median_us:9.2f} {j_call:8.4f} {watts:7.1f} "
-                      f"{res.n:5d}", flush=True)
+                energy = f"{j_call:8.4f} {watts:7.1f}" if e is not None else f"{'-':>8s} {'-':>7s}"
+                print(f"{row['case']:22s} {name:10s} {r:5d} {res.median_us:9.2f} {energy} {res.n:5d} "
+                      f"{t1 - t0:6.2f}", flush=True)
         del sets, plan
         torch.cuda.empty_cache()
     if a.json:

@@ -400,7 +400,7 @@ TEST_F(RuntimeGpu, RotatingFigureCarriesEnergyPerCall) {
     GTEST_SKIP() << "no energy counter: " << counter.why_unavailable();
   }
   EXPECT_NE(brief.energy_note.find("raise --min-samples"), std::string::npos) << brief.energy_note;
-  const TimingStats s = rotating_stats(10000);  // ~0.8 s of replays of ~12 copies of 8 MiB
+  const TimingStats s = rotating_stats(25000);  // ~2 s of replays of ~12 copies of 8 MiB
   ASSERT_TRUE(s.joules_per_call) << s.energy_note;
   // The whole board's energy over the loop, a call: more than nothing, less than the loop's length at
   // 2 kW per call.

@@ -251,14 +251,14 @@ namespace {
 
 // Joules a call from the counter's two readings: only over a loop long enough for its resolution.
 TEST(Energy, JoulesPerCallOverALongEnoughLoop) {
-  const std::optional<EnergyReading> e = energy_over(10'000, 10'450, 0.5, 1000);  // 450 mJ, 0.5 s, 1000 calls
+  const std::optional<EnergyReading> e = energy_over(10'000, 10'450, 1.5, 1000);  // 450 mJ, 1.5 s, 1000 calls
   ASSERT_TRUE(e);
   EXPECT_DOUBLE_EQ(e->joules_per_call, 0.45 / 1000);
-  EXPECT_DOUBLE_EQ(e->mean_watts, 0.9);
+  EXPECT_DOUBLE_EQ(e->mean_watts, 0.3);
   EXPECT_FALSE(energy_over(10'000, 10'450, kEnergyMinSeconds / 2, 1000));  // too short to mean anything
-  EXPECT_FALSE(energy_over(10'000, 10'000, 1.0, 1000));                    // the counter did not move
-  EXPECT_FALSE(energy_over(10'450, 10'000, 1.0, 1000));                    // nor backwards
-  EXPECT_FALSE(energy_over(10'000, 10'450, 1.0, 0));
+  EXPECT_FALSE(energy_over(10'000, 10'000, 1.5, 1000));                    // the counter did not move
+  EXPECT_FALSE(energy_over(10'450, 10'000, 1.5, 1000));                    // nor backwards
+  EXPECT_FALSE(energy_over(10'000, 10'450, 1.5, 0));
 }
 
 }  // namespace

@@ -28,13 +28,15 @@ class EnergyCounter {
 };
 
 // Energy over an interval of `calls` calls (the rotating figure's sampling loop): joules a call and
-// the interval's mean power, or nothing where the counter moved by too little to mean anything
-// (it counts millijoules and the driver updates it every few milliseconds: at least kMinSeconds).
+// the interval's mean power, or nothing over an interval too short for the counter, which the driver
+// does not update continuously: on the H200 here loops of ~0.5 s read 0.109-0.139 J a call for one
+// kernel and config (means above the 700 W limit among them), loops of ~2 s 0.458-0.489 J
+// (bench/results/2026-11-25-h200-thirty-sixth-session/, call m).
 struct EnergyReading {
   double joules_per_call = 0;
   double mean_watts = 0;
 };
-inline constexpr double kEnergyMinSeconds = 0.25;
+inline constexpr double kEnergyMinSeconds = 1.0;
 [[nodiscard]] std::optional<EnergyReading> energy_over(std::uint64_t mj_before, std::uint64_t mj_after,
                                                        double seconds, double calls);
 
