@@ -4,10 +4,10 @@
 For each case both kernels run on the same K input sets (q and KV from seeds seed..seed+K-1, one length draw),
 interleaved kernel by kernel over --rounds rounds, each timed by `cutelab.testing.bench(timing="rotating")`
 with >= --min-samples samples (the board's power cap engaged); NVML's energy counter (millijoules since the
-driver loaded, read through ctypes from the driver's libnvidia-ml) is read around each timing, and the energy a
-call is the difference over the calls the timing ran ((samples + 5 warm-up replays + 1 before capture) x K),
-nothing where the interval was shorter than the counter resolves (the harness's floor, 1 s). Prints µs a call,
-joules a call, the interval's mean power and its length.
+driver loaded; the harness's, matched to the CUDA device by PCI bus id) is read around each timing, and the
+energy a call is the difference over the calls the timing ran ((samples + 5 warm-up replays + 1 before capture)
+x K), nothing where the interval was shorter than the counter resolves (the harness's floor, 1 s). Prints µs a
+call, joules a call, the interval's mean power and its length.
 
     PYTHONPATH=build/release/python python3 bench/tools/energy_per_call.py \
         --so .deps/flashmla-vllm-0.33.0/_flashmla_C.abi3.so [--cases 128:16:4096,128:128:4096] [--rounds 2] \
@@ -16,7 +16,6 @@ joules a call, the interval's mean power and its length.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import pathlib
 import sys
@@ -25,23 +24,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench" / "baselines"))
 D_QK, D_V = 576, 512
-
-
-class Nvml:
-    def __init__(self, index: int):
-        self.lib = ctypes.CDLL("libnvidia-ml.so.1")
-        if self.lib.nvmlInit_v2() != 0:
-            raise RuntimeError("nvmlInit_v2 failed")
-        self.handle = ctypes.c_void_p()
-        if self.lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(index), ctypes.byref(self.handle)) != 0:
-            raise RuntimeError(f"no NVML device {index}")
-
-    def energy_mj(self) -> int:
-        v = ctypes.c_ulonglong()
-        rc = self.lib.nvmlDeviceGetTotalEnergyConsumption(self.handle, ctypes.byref(v))
-        if rc != 0:
-            raise RuntimeError(f"nvmlDeviceGetTotalEnergyConsumption returned {rc}")
-        return v.value
+WARMUP = 5  # bench's warm-up replays, counted in the calls the energy is divided by
 
 
 def main(argv):
@@ -61,7 +44,10 @@ def main(argv):
     from flashmla_vllm import make_case
     torch.ops.load_library(str(a.so))
     fm_decode = torch.ops._flashmla_C.dense_decode_fwd
-    nvml = Nvml(torch.cuda.current_device())
+    device = torch.cuda.current_device()
+    if cutelab._C.energy_unavailable(device):
+        print(f"no energy counter: {cutelab._C.energy_unavailable(device)}", file=sys.stderr)
+        return 3
     scale = D_QK ** -0.5
     rows = []
     print(f"{'case':22s} {'kernel':10s} {'round':>5s} {'us/call':>9s} {'J/call':>8s} {'mean W':>7s} {'n':>5s} "
@@ -91,15 +77,15 @@ def main(argv):
             for name, fn in (("v3", v3), ("FlashMLA", fm)):
                 it = iter(sets)
                 torch.cuda.synchronize()
-                e0, t0 = nvml.energy_mj(), time.monotonic()
+                e0, t0 = cutelab._C.energy_mj(device), time.monotonic()
                 res = testing.bench(fn, timing="rotating", get_inputs=lambda: next(it), sets=a.sets,
-                                    min_samples=a.min_samples, max_samples=max(2000, a.min_samples),
-                                    max_seconds=a.max_time)
+                                    warmup=WARMUP, min_samples=a.min_samples,
+                                    max_samples=max(2000, a.min_samples), max_seconds=a.max_time)
                 torch.cuda.synchronize()
-                e1, t1 = nvml.energy_mj(), time.monotonic()
-                # bench's default 5 warm-up replays and the one before capture; the interval also holds the
-                # capture itself (host time, the GPU idle), the same for both kernels.
-                calls = (res.n + 5 + 1) * a.sets
+                e1, t1 = cutelab._C.energy_mj(device), time.monotonic()
+                # The warm-up replays and the pass before capture ran in the interval too, and the capture
+                # itself (host time, the GPU idle), the same for both kernels.
+                calls = (res.n + WARMUP + 1) * a.sets
                 # The harness's rule: nothing over an interval shorter than the counter can resolve.
                 e = cutelab._C.energy_over(e0, e1, t1 - t0, float(calls))
                 j_call, watts = e if e is not None else (None, None)

@@ -185,9 +185,11 @@ def _sample(torch, replay, per_call: int, flush, warmup: int, min_samples: int, 
             energy = dict(joules_per_call=e[0], mean_watts=e[1])
         elif why:
             energy = dict(energy_note=f"no energy counter: {why}")
-        else:
+        elif seconds < _C.energy_min_seconds:
             energy = dict(energy_note=f"no energy figure: the loop ran {seconds:.3f} s (the counter needs "
-                                      f"{_C.energy_min_seconds} s or more; raise min_samples)")
+                                      f"{_C.energy_min_seconds} s or more; raise min_samples and max_samples)")
+        else:
+            energy = dict(energy_note="no energy figure: the counter could not be read or did not move")
     return samples, reason, clocks, energy
 
 

@@ -90,18 +90,18 @@ void replay(const detail::GraphExec& exec, const std::vector<std::function<void(
 
 // The sampling loop shared by both modes: each sample replays `exec` (or launches every call
 // directly when there is no graph) between two events and divides by the number of calls.
+// `measure_energy`: the rotating figure's loop, calls alone (no flush's writes in it): the energy
+// counter around it gives joules a call.
 TimingStats sample_calls(const std::vector<std::function<void(cudaStream_t)>>& launches,
                          const detail::GraphExec& exec, const std::string& fallback, L2Flusher* flusher,
-                         const TimingOptions& options, cudaStream_t stream) {
+                         const TimingOptions& options, cudaStream_t stream, bool measure_energy = false) {
   const detail::Event start = detail::make_event(), stop = detail::make_event();
   const double calls = static_cast<double>(launches.size());
   std::vector<double> samples;
   std::string reason;
-  // Without a flush the loop is the calls alone (and the host's wait after each sample): the energy
-  // counter around it gives joules a call. A flush's own writes would be in it, so not then.
   const EnergyCounter* energy = nullptr;
   std::optional<std::uint64_t> mj_before;
-  if (!flusher) {
+  if (measure_energy && !flusher) {
     int device = 0;
     CUTELAB_CUDA(cudaGetDevice(&device));
     energy = &EnergyCounter::of(device);
@@ -132,11 +132,13 @@ TimingStats sample_calls(const std::vector<std::function<void(cudaStream_t)>>& l
                                                   : std::nullopt) {
       stats.joules_per_call = e->joules_per_call;
       stats.mean_watts = e->mean_watts;
-    } else {
+    } else if (seconds < kEnergyMinSeconds) {
       char ran[32];
       std::snprintf(ran, sizeof(ran), "%.3f", seconds);
       stats.energy_note = concat("no energy figure: the loop ran ", ran, " s (the counter needs ",
                                  kEnergyMinSeconds, " s or more; raise --min-samples)");
+    } else {
+      stats.energy_note = "no energy figure: the counter could not be read or did not move";
     }
   }
   if (!fallback.empty()) stats.stop_reason += " (direct launches: graph capture failed: " + fallback + ")";
@@ -259,7 +261,7 @@ TimingStats time_rotating(const std::vector<std::function<void(cudaStream_t)>>& 
   if (options.use_graph) fallback = capture_graph(launches, stream, &exec);
   for (int i = 0; i < options.warmup; ++i) replay(exec, launches, stream);
   CUTELAB_CUDA(cudaStreamSynchronize(stream));
-  return sample_calls(launches, exec, fallback, nullptr, options, stream);
+  return sample_calls(launches, exec, fallback, nullptr, options, stream, /*measure_energy=*/true);
 }
 
 int rotating_set_count(double l2_bytes, double set_bytes, double free_bytes, double margin_bytes) {

@@ -385,22 +385,28 @@ TEST_F(RuntimeGpu, RotatingFigureCarriesEnergyPerCall) {
   o.cache_dir = (std::filesystem::temp_directory_path() / "cutelab-runtime-gpu-energy-test").string();
   o.timing_mode = TimingMode::rotating;
   o.timing.max_seconds = 30;
+  int sets = 0;
   const auto rotating_stats = [&](int samples) {
     o.timing.min_samples = o.timing.max_samples = samples;
     const RunResult r = run_kernel(plan, p, dev, o, std::nullopt);
     EXPECT_EQ(r.status, RunResult::Status::ok) << r.message;
     EXPECT_TRUE(r.rotating && r.rotating->stats) << (r.rotating ? r.rotating->skipped : "");
+    if (r.rotating) sets = r.rotating->sets;
     return r.rotating && r.rotating->stats ? *r.rotating->stats : TimingStats{};
   };
   const EnergyCounter& counter = EnergyCounter::of(dev.index);
-  const TimingStats brief = rotating_stats(20);  // well under kEnergyMinSeconds
+  const TimingStats brief = rotating_stats(20);  // microseconds a sample: far under kEnergyMinSeconds
+  ASSERT_GT(brief.median_us, 0);
+  ASSERT_LT(20 * sets * brief.max_us * 1e-6, kEnergyMinSeconds);
   EXPECT_FALSE(brief.joules_per_call);
   if (!counter.available()) {
     EXPECT_NE(brief.energy_note.find(counter.why_unavailable()), std::string::npos) << brief.energy_note;
     GTEST_SKIP() << "no energy counter: " << counter.why_unavailable();
   }
   EXPECT_NE(brief.energy_note.find("raise --min-samples"), std::string::npos) << brief.energy_note;
-  const TimingStats s = rotating_stats(25000);  // ~2 s of replays of ~12 copies of 8 MiB
+  // Enough samples for twice the floor in replay time alone, whatever the board's speed.
+  const int samples = static_cast<int>(2 * kEnergyMinSeconds / (sets * brief.median_us * 1e-6)) + 1;
+  const TimingStats s = rotating_stats(samples);
   ASSERT_TRUE(s.joules_per_call) << s.energy_note;
   // The whole board's energy over the loop, a call: more than nothing, less than the loop's length at
   // 2 kW per call.
