@@ -3,11 +3,9 @@
 
 For each case both kernels run on the same K input sets (q and KV from seeds seed..seed+K-1, one length draw),
 interleaved kernel by kernel over --rounds rounds, each timed by `cutelab.testing.bench(timing="rotating")`
-with >= --min-samples samples (the board's power cap engaged); NVML's energy counter (millijoules since the
-driver loaded; the harness's, matched to the CUDA device by PCI bus id) is read around each timing, and the
-energy a call is the difference over the calls the timing ran ((samples + 5 warm-up replays + 1 before capture)
-x K), nothing where the interval was shorter than the counter resolves (the harness's floor, 1 s). Prints µs a
-call, joules a call, the interval's mean power and its length.
+with >= --min-samples samples (the board's power cap engaged), which reports the board's energy a call over its
+sampling loop (the harness's NVML counter; nothing over a loop shorter than the counter resolves, 1 s). Prints
+µs a call, joules a call and the loop's mean power.
 
     PYTHONPATH=build/release/python python3 bench/tools/energy_per_call.py \
         --so .deps/flashmla-vllm-0.33.0/_flashmla_C.abi3.so [--cases 128:16:4096,128:128:4096] [--rounds 2] \
@@ -19,12 +17,10 @@ import argparse
 import json
 import pathlib
 import sys
-import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench" / "baselines"))
 D_QK, D_V = 576, 512
-WARMUP = 5  # bench's warm-up replays, counted in the calls the energy is divided by
 
 
 def main(argv):
@@ -50,8 +46,7 @@ def main(argv):
         return 3
     scale = D_QK ** -0.5
     rows = []
-    print(f"{'case':22s} {'kernel':10s} {'round':>5s} {'us/call':>9s} {'J/call':>8s} {'mean W':>7s} {'n':>5s} "
-          f"{'s':>6s}")
+    print(f"{'case':22s} {'kernel':10s} {'round':>5s} {'us/call':>9s} {'n':>5s} {'J/call':>8s} {'mean W':>7s}")
     for spec in a.cases.split(","):
         b, h, t = (int(x) for x in spec.split(":"))
         prob = {"b": b, "s": 1, "h": h, "t": t}
@@ -76,25 +71,16 @@ def main(argv):
         for r in range(a.rounds):
             for name, fn in (("v3", v3), ("FlashMLA", fm)):
                 it = iter(sets)
-                torch.cuda.synchronize()
-                e0, t0 = cutelab._C.energy_mj(device), time.monotonic()
                 res = testing.bench(fn, timing="rotating", get_inputs=lambda: next(it), sets=a.sets,
-                                    warmup=WARMUP, min_samples=a.min_samples,
-                                    max_samples=max(2000, a.min_samples), max_seconds=a.max_time)
-                torch.cuda.synchronize()
-                e1, t1 = cutelab._C.energy_mj(device), time.monotonic()
-                # The warm-up replays and the pass before capture ran in the interval too, and the capture
-                # itself (host time, the GPU idle), the same for both kernels.
-                calls = (res.n + WARMUP + 1) * a.sets
-                # The harness's rule: nothing over an interval shorter than the counter can resolve.
-                e = cutelab._C.energy_over(e0, e1, t1 - t0, float(calls))
-                j_call, watts = e if e is not None else (None, None)
-                row = dict(case=f"b{b} h{h} t{t}", kernel=name, round=r, us=res.median_us, j_per_call=j_call,
-                           mean_w=watts, seconds=t1 - t0, n=res.n, clocks=res.clocks)
+                                    min_samples=a.min_samples, max_samples=max(2000, a.min_samples),
+                                    max_seconds=a.max_time)
+                row = dict(case=f"b{b} h{h} t{t}", kernel=name, round=r, us=res.median_us,
+                           j_per_call=res.joules_per_call, mean_w=res.mean_watts, energy_note=res.energy_note,
+                           n=res.n, clocks=res.clocks)
                 rows.append(row)
-                energy = f"{j_call:8.4f} {watts:7.1f}" if e is not None else f"{'-':>8s} {'-':>7s}"
-                print(f"{row['case']:22s} {name:10s} {r:5d} {res.median_us:9.2f} {energy} {res.n:5d} "
-                      f"{t1 - t0:6.2f}", flush=True)
+                energy = (f"{res.joules_per_call:8.4f} {res.mean_watts:7.1f}" if res.joules_per_call is not None
+                          else f"{'-':>8s} {'-':>7s}  ({res.energy_note})")
+                print(f"{row['case']:22s} {name:10s} {r:5d} {res.median_us:9.2f} {res.n:5d} {energy}", flush=True)
         del sets, plan
         torch.cuda.empty_cache()
     if a.json:

@@ -157,7 +157,7 @@ def _sample(torch, replay, per_call: int, flush, warmup: int, min_samples: int, 
     sampler = _C.ClockSampler(device)
     sampler.start()
     # Without a flush the loop is the calls alone: the energy counter around it gives joules a call.
-    mj_before = _C.energy_mj(device) if flush is None else None
+    meter = _C.EnergyMeter(device) if flush is None else None
     began = time.perf_counter()
     try:
         while True:
@@ -174,22 +174,7 @@ def _sample(torch, replay, per_call: int, flush, warmup: int, min_samples: int, 
                 break
     finally:
         clocks = sampler.stop()
-    energy: dict = {}
-    if flush is None:
-        seconds = time.perf_counter() - began
-        mj_after = _C.energy_mj(device)
-        why = _C.energy_unavailable(device)
-        e = (_C.energy_over(mj_before, mj_after, seconds, float(len(samples) * per_call))
-             if mj_before is not None and mj_after is not None else None)
-        if e is not None:
-            energy = dict(joules_per_call=e[0], mean_watts=e[1])
-        elif why:
-            energy = dict(energy_note=f"no energy counter: {why}")
-        elif seconds < _C.energy_min_seconds:
-            energy = dict(energy_note=f"no energy figure: the loop ran {seconds:.3f} s (the counter needs "
-                                      f"{_C.energy_min_seconds} s or more; raise min_samples and max_samples)")
-        else:
-            energy = dict(energy_note="no energy figure: the counter could not be read or did not move")
+    energy = meter.finish(float(len(samples) * per_call), "min_samples and max_samples") if meter else {}
     return samples, reason, clocks, energy
 
 

@@ -586,24 +586,27 @@ NB_MODULE(_C, m) {
           "The clocks seen since start(): the CLI's JSON `clocks` record, plus `brief` and `text`.");
   m.def("rotating_set_count", &rotating_set_count, "l2_bytes"_a, "set_bytes"_a, "free_bytes"_a,
         "margin_bytes"_a);
-  // The board's energy counter (runtime/energy.hpp), for the rotating figure's joules a call.
+  // The board's energy over a sampling loop (runtime/energy.hpp), as the harness's rotating figure has it.
+  nb::class_<EnergyMeter>(m, "EnergyMeter")
+      .def(nb::init<int>(), "device"_a, "Reads the energy counter now (call just before the loop).")
+      .def(
+          "finish",
+          [](const EnergyMeter& meter, double calls, const std::string& raise) {
+            const EnergyMeter::Result r = meter.finish(calls, raise);
+            nb::dict d;
+            if (r.reading) {
+              d["joules_per_call"] = r.reading->joules_per_call;
+              d["mean_watts"] = r.reading->mean_watts;
+            } else {
+              d["energy_note"] = r.note;
+            }
+            return d;
+          },
+          "calls"_a, "raise"_a,
+          "joules_per_call and mean_watts over the loop, or energy_note saying why not.");
   m.def(
-      "energy_mj",
-      [](int device) -> std::optional<std::uint64_t> { return EnergyCounter::of(device).millijoules(); },
-      "device"_a, "Millijoules since the driver loaded (NVML), or None where there is no counter.");
-  m.def(
-      "energy_unavailable", [](int device) { return EnergyCounter::of(device).why_unavailable(); }, "device"_a,
-      "Why the device has no energy counter; empty when it has one.");
-  m.def(
-      "energy_over",
-      [](std::uint64_t mj_before, std::uint64_t mj_after, double seconds,
-         double calls) -> std::optional<std::pair<double, double>> {
-        if (const std::optional<EnergyReading> e = energy_over(mj_before, mj_after, seconds, calls))
-          return std::pair{e->joules_per_call, e->mean_watts};
-        return std::nullopt;
-      },
-      "mj_before"_a, "mj_after"_a, "seconds"_a, "calls"_a,
-      "(joules a call, mean watts) over an interval, or None when it was too short for the counter.");
+      "energy_unavailable", [](int device) { return EnergyCounter::of(device).why_unavailable(); },
+      "device"_a, "Why the device has no energy counter; empty when it has one.");
   m.attr("energy_min_seconds") = kEnergyMinSeconds;
   m.def(
       "l2_bytes",

@@ -265,3 +265,14 @@ def test_clock_sampler_reads_the_slowdown_reasons(tmp_path, monkeypatch):
     assert clocks["sm_mhz_median"] == 1500 and clocks["slowdowns"] == "SW power cap"
     assert clocks["slowed_samples"] == clocks["samples"] >= 1
     assert clocks["brief"] == f"1500 slow {clocks['samples']}/{clocks['samples']}"
+
+
+def test_energy_meter_over_an_instant_says_why_not():
+    """bench's energy a call comes from the harness's meter: at once it has no figure, and says why."""
+    got = cutelab._C.EnergyMeter(0).finish(10.0, "min_samples and max_samples")
+    assert set(got) == {"energy_note"}, got
+    why = cutelab._C.energy_unavailable(0)
+    if why:
+        assert got["energy_note"] == f"no energy counter: {why}"
+    else:
+        assert "raise min_samples and max_samples" in got["energy_note"]

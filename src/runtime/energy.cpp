@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -96,6 +97,32 @@ std::optional<EnergyReading> energy_over(std::uint64_t mj_before, std::uint64_t 
   if (!(seconds >= kEnergyMinSeconds) || !(calls > 0) || mj_after <= mj_before) return std::nullopt;
   const double joules = static_cast<double>(mj_after - mj_before) / 1000.0;
   return EnergyReading{joules / calls, joules / seconds};
+}
+
+EnergyMeter::EnergyMeter(int cuda_device)
+    : counter_(EnergyCounter::of(cuda_device)),
+      mj_before_(counter_.millijoules()),
+      began_(std::chrono::steady_clock::now()) {}
+
+EnergyMeter::Result EnergyMeter::finish(double calls, const std::string& raise) const {
+  const std::optional<std::uint64_t> mj_after = counter_.millijoules();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count();
+  Result r;
+  if (!counter_.available()) {
+    r.note = "no energy counter: " + counter_.why_unavailable();
+  } else if (mj_before_ && mj_after) {
+    r.reading = energy_over(*mj_before_, *mj_after, seconds, calls);
+  }
+  if (r.reading || !r.note.empty()) return r;
+  if (seconds < kEnergyMinSeconds) {
+    char ran[32];
+    std::snprintf(ran, sizeof(ran), "%.3f", seconds);
+    r.note = concat("no energy figure: the loop ran ", ran, " s (the counter needs ", kEnergyMinSeconds,
+                    " s or more; raise ", raise, ")");
+  } else {
+    r.note = "no energy figure: the counter could not be read or did not move";
+  }
+  return r;
 }
 
 }  // namespace cutelab

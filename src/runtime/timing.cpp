@@ -99,13 +99,11 @@ TimingStats sample_calls(const std::vector<std::function<void(cudaStream_t)>>& l
   const double calls = static_cast<double>(launches.size());
   std::vector<double> samples;
   std::string reason;
-  const EnergyCounter* energy = nullptr;
-  std::optional<std::uint64_t> mj_before;
+  std::optional<EnergyMeter> energy;
   if (measure_energy && !flusher) {
     int device = 0;
     CUTELAB_CUDA(cudaGetDevice(&device));
-    energy = &EnergyCounter::of(device);
-    mj_before = energy->millijoules();
+    energy.emplace(device);
   }
   const auto t0 = std::chrono::steady_clock::now();
   for (;;) {
@@ -120,26 +118,16 @@ TimingStats sample_calls(const std::vector<std::function<void(cudaStream_t)>>& l
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (sampling_done(samples, elapsed, options, &reason)) break;
   }
-  const std::optional<std::uint64_t> mj_after = energy ? energy->millijoules() : std::nullopt;
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double calls_timed = calls * static_cast<double>(samples.size());
   TimingStats stats = summarize_samples(std::move(samples));
   stats.stop_reason = reason;
   if (energy) {
-    if (!energy->available())
-      stats.energy_note = "no energy counter: " + energy->why_unavailable();
-    else if (const auto e = mj_before && mj_after ? energy_over(*mj_before, *mj_after, seconds, calls_timed)
-                                                  : std::nullopt) {
-      stats.joules_per_call = e->joules_per_call;
-      stats.mean_watts = e->mean_watts;
-    } else if (seconds < kEnergyMinSeconds) {
-      char ran[32];
-      std::snprintf(ran, sizeof(ran), "%.3f", seconds);
-      stats.energy_note = concat("no energy figure: the loop ran ", ran, " s (the counter needs ",
-                                 kEnergyMinSeconds, " s or more; raise --min-samples)");
-    } else {
-      stats.energy_note = "no energy figure: the counter could not be read or did not move";
+    const EnergyMeter::Result e = energy->finish(calls_timed, "--min-samples");
+    if (e.reading) {
+      stats.joules_per_call = e.reading->joules_per_call;
+      stats.mean_watts = e.reading->mean_watts;
     }
+    stats.energy_note = e.note;
   }
   if (!fallback.empty()) stats.stop_reason += " (direct launches: graph capture failed: " + fallback + ")";
   return stats;

@@ -261,5 +261,16 @@ TEST(Energy, JoulesPerCallOverALongEnoughLoop) {
   EXPECT_FALSE(energy_over(10'000, 10'450, 1.5, 0));
 }
 
+// A meter finished at once has no figure and says why: no counter here, or a loop far under the floor.
+TEST(Energy, MeterOverAnInstantSaysWhyNot) {
+  const EnergyMeter meter(0);
+  const EnergyMeter::Result r = meter.finish(10, "--min-samples");
+  EXPECT_FALSE(r.reading);
+  const bool no_counter = r.note.rfind("no energy counter: ", 0) == 0;
+  const bool too_short = r.note.find("raise --min-samples") != std::string::npos;
+  EXPECT_TRUE(no_counter != too_short) << r.note;
+  EXPECT_EQ(no_counter, !EnergyCounter::of(0).available()) << r.note;
+}
+
 }  // namespace
 }  // namespace cutelab

@@ -4,6 +4,7 @@
 // missing the counter says why). Under a power cap a call's time is its energy over the power limit,
 // so the rotating figure carries the energy a call beside the µs.
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -39,5 +40,23 @@ struct EnergyReading {
 inline constexpr double kEnergyMinSeconds = 1.0;
 [[nodiscard]] std::optional<EnergyReading> energy_over(std::uint64_t mj_before, std::uint64_t mj_after,
                                                        double seconds, double calls);
+
+// The board's energy over one sampling loop: made just before it (reads the counter, starts a clock),
+// finish() just after. The harness's rotating figure and cutelab.testing.bench both use it.
+class EnergyMeter {
+ public:
+  explicit EnergyMeter(int cuda_device);
+  struct Result {
+    std::optional<EnergyReading> reading;
+    std::string note;  // why there is no reading
+  };
+  // `calls` made in the loop; `raise` names what lengthens a loop that was too short ("--min-samples").
+  [[nodiscard]] Result finish(double calls, const std::string& raise) const;
+
+ private:
+  const EnergyCounter& counter_;
+  std::optional<std::uint64_t> mj_before_;
+  std::chrono::steady_clock::time_point began_;
+};
 
 }  // namespace cutelab
