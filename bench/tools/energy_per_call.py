@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Energy a call: the lab's MLA decode (v3, Python API) beside FlashMLA (vLLM's build), rotating figure.
+"""Energy a call: the lab's MLA decode (Python API) beside FlashMLA (vLLM's build), rotating figure.
 
 For each case both kernels run on the same K input sets (q and KV from seeds seed..seed+K-1, one length draw),
 interleaved kernel by kernel over --rounds rounds, each timed by `cutelab.testing.bench(timing="rotating")`
 with >= --min-samples samples (the board's power cap engaged), which reports the board's energy a call over its
 sampling loop (the harness's NVML counter; nothing over a loop shorter than the counter resolves, 1 s). Prints
-µs a call, joules a call and the loop's mean power.
+µs a call, joules a call and the loop's mean power. `--kernels`: the lab's kernels to run (default: the one
+`mla.plan` picks, the family default without a tuning cache).
 
     PYTHONPATH=build/release/python python3 bench/tools/energy_per_call.py \
         --so .deps/flashmla-vllm-0.33.0/_flashmla_C.abi3.so [--cases 128:16:4096,128:128:4096] [--rounds 2] \
-        [--json out.json]
+        [--kernels cute/mla_decode/paged_sm90/v8,cute/mla_decode/paged_sm90/v3] [--json out.json]
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ def main(argv):
     p.add_argument("--min-samples", type=int, default=8000, help="enough for >= 1 s at the shortest rows")
     p.add_argument("--max-time", type=float, default=6.0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--kernels", default="", help="comma-separated registry names (default: plan()'s pick)")
     p.add_argument("--json", type=pathlib.Path)
     a = p.parse_args(argv)
     import torch
@@ -56,11 +58,14 @@ def main(argv):
             out = torch.empty(b, 1, h, D_V, device="cuda", dtype=torch.bfloat16)
             lse = torch.empty(b, h, 1, device="cuda", dtype=torch.float32)
             sets.append((q, kv, table, lens, out, lse, [None, None]))
-        # One length draw and page table for every set: one plan serves them all.
-        plan = mla.plan(sets[0][3], sets[0][2], num_heads_q=h, max_seqlen=t)
+        # One length draw and page table for every set: one plan a kernel serves them all.
+        plans = [mla.plan(sets[0][3], sets[0][2], num_heads_q=h, max_seqlen=t, kernel=k or None)
+                 for k in (a.kernels.split(",") if a.kernels else [""])]
 
-        def v3(q, kv, table, lens, out, lse, meta):
-            mla.decode(plan, q, kv, out=out, lse=lse)
+        def lab(plan):
+            def call(q, kv, table, lens, out, lse, meta):
+                mla.decode(plan, q, kv, out=out, lse=lse)
+            return call
 
         def fm(q, kv, table, lens, out, lse, meta):
             _, _, meta[0], meta[1] = fm_decode(q, kv, D_V, lens, table, scale, False, meta[0], meta[1], out)
@@ -69,7 +74,8 @@ def main(argv):
             fm(*s)
         torch.cuda.synchronize()
         for r in range(a.rounds):
-            for name, fn in (("v3", v3), ("FlashMLA", fm)):
+            kernels = [(pl.kernel.rsplit("/", 1)[-1], lab(pl)) for pl in plans] + [("FlashMLA", fm)]
+            for name, fn in kernels:
                 it = iter(sets)
                 res = testing.bench(fn, timing="rotating", get_inputs=lambda: next(it), sets=a.sets,
                                     min_samples=a.min_samples, max_samples=max(2000, a.min_samples),
@@ -81,7 +87,7 @@ def main(argv):
                 energy = (f"{res.joules_per_call:8.4f} {res.mean_watts:7.1f}" if res.joules_per_call is not None
                           else f"{'-':>8s} {'-':>7s}  ({res.energy_note})")
                 print(f"{row['case']:22s} {name:10s} {r:5d} {res.median_us:9.2f} {res.n:5d} {energy}", flush=True)
-        del sets, plan
+        del sets, plans
         torch.cuda.empty_cache()
     if a.json:
         doc = {"device": torch.cuda.get_device_name(), "argv": argv, "rows": rows}

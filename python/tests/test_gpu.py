@@ -22,7 +22,8 @@ from cutelab.compat import flash_mla  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 DB = os.environ.get("CUTELAB_DEVICE_DB", "")
-KERNELS = ["cute/mla_decode/paged_sm90/v3", "cute/mla_decode/paged_sm90/v2", "cute/mla_decode/paged_sm90/v1"]
+KERNELS = ["cute/mla_decode/paged_sm90/v8", "cute/mla_decode/paged_sm90/v3", "cute/mla_decode/paged_sm90/v2",
+           "cute/mla_decode/paged_sm90/v1"]
 TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
@@ -307,7 +308,7 @@ def test_wrong_reuse_is_refused_and_nothing_is_written():
 def test_config_from_the_tuning_cache(tmp_path, monkeypatch):
     q, kv, block_table, seqlens = make_inputs([100] * 4, 1, 16)
     default = mla.plan(seqlens, block_table, num_heads_q=16)
-    assert default.kernel == "cute/mla_decode/paged_sm90/v3" and default.config_source == "first valid"
+    assert default.kernel == "cute/mla_decode/paged_sm90/v8" and default.config_source == "first valid"
     given = mla.plan(seqlens, block_table, num_heads_q=16, config="fo2_mb16_evictnormal")
     assert given.config == "fo2_mb16_evictnormal" and given.config_source == "given"
     cli = os.environ.get("CUTELAB_CLI")
@@ -326,14 +327,14 @@ def test_config_from_the_tuning_cache(tmp_path, monkeypatch):
         chosen = mla.plan(seqlens, block_table, num_heads_q=16, max_seqlen=200)
         assert chosen.kernel == "cute/mla_decode/paged_sm90/v2" and chosen.config_source == "cache"
         # A winner ranked by the rotating figure comes first, for the kernel too: v2 tuned by the flush
-        # figure, v3 by the rotating one, for the same shape.
+        # figure, the family default (v8) by the rotating one, for the same shape.
         for kernel, timing in (("cute/mla_decode/paged_sm90/v2", "flush"), ("mla_decode", "rotating")):
             subprocess.run([cli, "run", kernel, "--b=4", "--t=300", "--h=16", "--tune", "--timing", timing,
                             "--max-time", "0.05", "--no-check"], check=True, capture_output=True)
         doc = json.loads((tmp_path / "tune.json").read_text())
         entries = doc["entries"]
         (rotating,) = [e for key, e in entries.items() if key.endswith("|timing=rotating")]
-        assert rotating["key"]["kernel"] == "cute/mla_decode/paged_sm90/v3"
+        assert rotating["key"]["kernel"] == "cute/mla_decode/paged_sm90/v8"
         assert rotating["key"]["timing"] == "rotating"
         # The basis decides, not the lowest median over both: v2's flush entry made far faster changes nothing.
         (v2_flush,) = [e for e in entries.values()
@@ -341,9 +342,9 @@ def test_config_from_the_tuning_cache(tmp_path, monkeypatch):
         v2_flush["median_us"] = rotating["median_us"] / 1000
         (tmp_path / "tune.json").write_text(json.dumps(doc))
         served = mla.plan(seqlens, block_table, num_heads_q=16, max_seqlen=300)
-        assert served.kernel == "cute/mla_decode/paged_sm90/v3" and served.config_source == "cache (rotating)"
+        assert served.kernel == "cute/mla_decode/paged_sm90/v8" and served.config_source == "cache (rotating)"
         assert served.config == rotating["config"]
-    with pytest.raises(ValueError, match=r"config 'nope' is not a config of cute/mla_decode/paged_sm90/v3"):
+    with pytest.raises(ValueError, match=r"config 'nope' is not a config of cute/mla_decode/paged_sm90/v8"):
         mla.plan(seqlens, block_table, num_heads_q=16, config="nope")
     with pytest.raises(ValueError, match=r"baseline/mla_decode/naive/v1 runs only inside the harness"):
         mla.plan(seqlens, block_table, num_heads_q=16, kernel="baseline/mla_decode/naive/v1")

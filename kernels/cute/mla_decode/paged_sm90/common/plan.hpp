@@ -5,7 +5,8 @@
 //   struct Version {
 //     static KernelId id();  static std::string summary();
 //     static paged_sm90::MainKernel main_kernel(DType, KvFormat);  // function null: not served
-//       (or main_kernel(DType, KvFormat, PartialFormat): also split pieces in out's dtype)
+//       (or main_kernel(DType, KvFormat, PartialFormat): also split pieces in out's dtype; or
+//       main_kernel(DType, KvFormat, PartialFormat, int rows): by query rows a KV head as well)
 //     static constexpr int kRegistersPerSm;   // registers one CTA needs (after setmaxnreg, if any)
 //     static constexpr int kThreads, kStages;
 //     static constexpr int kMinBlocksPerPart[N];  // the schedule's shortest-part values to tune over
@@ -58,10 +59,13 @@ namespace cutelab::mla::paged_sm90 {
 // A version's main kernel for (dtype, KV format, partial rows); function null when not served. A
 // version that writes partial rows in out's dtype has main_kernel(DType, KvFormat, PartialFormat);
 // one whose kernel depends on the query rows a KV head (`rows` = s_q * h_q / h_kv, 0 where no
-// problem is known) has main_kernel_for_rows(DType, KvFormat, int).
+// problem is known) has main_kernel_for_rows(DType, KvFormat, int), or both main_kernel(DType,
+// KvFormat, PartialFormat, int).
 template <class Version>
 [[nodiscard]] MainKernel main_kernel_for(DType dtype, KvFormat kv, PartialFormat partials, int rows = 0) {
-  if constexpr (requires { Version::main_kernel(dtype, kv, partials); })
+  if constexpr (requires { Version::main_kernel(dtype, kv, partials, rows); })
+    return Version::main_kernel(dtype, kv, partials, rows);
+  else if constexpr (requires { Version::main_kernel(dtype, kv, partials); })
     return Version::main_kernel(dtype, kv, partials);
   else if constexpr (requires { Version::main_kernel_for_rows(dtype, kv, rows); })
     return partials == PartialFormat::fp32 ? Version::main_kernel_for_rows(dtype, kv, rows) : MainKernel{};
