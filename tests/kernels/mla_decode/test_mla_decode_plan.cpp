@@ -62,83 +62,68 @@ struct Version {
 
 void PrintTo(const Version& v, std::ostream* os) { *os << v.name; }
 
+// v8's kernel for 16 or 32 rows a KV head: bf16 only (f16 calls run v3's kernel), so its cases are bf16.
+paged_sm90::MainKernel v8_kernel(PartialFormat partials, int rows) {
+  return paged_sm90_v8::main_kernel(DType::bf16, partials, rows);
+}
+
+// The list as written (clang-format would reflow every entry of it).
+// clang-format off
 std::vector<Version> versions() {
   return {
-    {"paged_sm90_v1", [](DType d) { return paged_sm90_v1::main_kernel(d); }},
-        {"paged_sm90_v2", [](DType d) { return paged_sm90_v2::main_kernel(d); }},
-        {"paged_sm90_v3", [](DType d) { return paged_sm90_v3::main_kernel(d, PartialFormat::fp32); }},
-        {"paged_sm90_v3_p16", [](DType d) { return paged_sm90_v3::main_kernel(d, PartialFormat::out_dtype); },
-         KvFormat::bf16, MlaArithmetic::q_precision, PartialFormat::out_dtype},
-        // v8's kernels serve bf16 only (f16 calls run v3's): its cases are bf16.
-        {"paged_sm90_v8_n16",
-         [](DType) { return paged_sm90_v8::main_kernel(DType::bf16, PartialFormat::fp32, 16); },
-         KvFormat::bf16,
-         MlaArithmetic::q_precision,
-         PartialFormat::fp32,
-         16},
-        {"paged_sm90_v8_n32",
-         [](DType) { return paged_sm90_v8::main_kernel(DType::bf16, PartialFormat::fp32, 32); },
-         KvFormat::bf16,
-         MlaArithmetic::q_precision,
-         PartialFormat::fp32,
-         32},
-        {"paged_sm90_v8_n32_p16",
-         [](DType) { return paged_sm90_v8::main_kernel(DType::bf16, PartialFormat::out_dtype, 32); },
-         KvFormat::bf16,
-         MlaArithmetic::q_precision,
-         PartialFormat::out_dtype,
-         32},
-        {"paged_sm90_fp8_v1_fp8_tensor",
-         [](DType d) { return paged_sm90_fp8_v1::main_kernel(d, KvFormat::fp8_tensor); },
-         KvFormat::fp8_tensor},
-        {"paged_sm90_fp8_v1_fp8_token",
-         [](DType d) { return paged_sm90_fp8_v1::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token},
+      {"paged_sm90_v1", [](DType d) { return paged_sm90_v1::main_kernel(d); }},
+      {"paged_sm90_v2", [](DType d) { return paged_sm90_v2::main_kernel(d); }},
+      {"paged_sm90_v3", [](DType d) { return paged_sm90_v3::main_kernel(d, PartialFormat::fp32); }},
+      {"paged_sm90_v3_p16", [](DType d) { return paged_sm90_v3::main_kernel(d, PartialFormat::out_dtype); },
+       KvFormat::bf16, MlaArithmetic::q_precision, PartialFormat::out_dtype},
+      {"paged_sm90_v8_n16", [](DType) { return v8_kernel(PartialFormat::fp32, 16); }, KvFormat::bf16,
+       MlaArithmetic::q_precision, PartialFormat::fp32, 16},
+      {"paged_sm90_v8_n32", [](DType) { return v8_kernel(PartialFormat::fp32, 32); }, KvFormat::bf16,
+       MlaArithmetic::q_precision, PartialFormat::fp32, 32},
+      {"paged_sm90_v8_n32_p16", [](DType) { return v8_kernel(PartialFormat::out_dtype, 32); }, KvFormat::bf16,
+       MlaArithmetic::q_precision, PartialFormat::out_dtype, 32},
+      {"paged_sm90_fp8_v1_fp8_tensor",
+       [](DType d) { return paged_sm90_fp8_v1::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor},
+      {"paged_sm90_fp8_v1_fp8_token",
+       [](DType d) { return paged_sm90_fp8_v1::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token},
 #if CUTELAB_SUPERSEDED_KERNELS
-        {"paged_sm90_fp8_v2_fp8_tensor",
-         [](DType d) { return paged_sm90_fp8_v2::main_kernel(d, KvFormat::fp8_tensor); },
-         KvFormat::fp8_tensor, MlaArithmetic::e4m3_q_and_p},
+      {"paged_sm90_fp8_v2_fp8_tensor",
+       [](DType d) { return paged_sm90_fp8_v2::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
+       MlaArithmetic::e4m3_q_and_p},
 #endif
-        {"paged_sm90_fp8_v3_fp8_tensor",
-         [](DType d) { return paged_sm90_fp8_v3::main_kernel(d, KvFormat::fp8_tensor); },
-         KvFormat::fp8_tensor, MlaArithmetic::e4m3_q_and_p},
+      {"paged_sm90_fp8_v3_fp8_tensor",
+       [](DType d) { return paged_sm90_fp8_v3::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
+       MlaArithmetic::e4m3_q_and_p},
 #if CUTELAB_SUPERSEDED_KERNELS
-        {"paged_sm90_fp8_v9_fp8_tensor",
-         [](DType d) { return paged_sm90_fp8_v9::main_kernel(d, KvFormat::fp8_tensor); },
-         KvFormat::fp8_tensor, MlaArithmetic::e4m3_q_and_p},
+      {"paged_sm90_fp8_v9_fp8_tensor",
+       [](DType d) { return paged_sm90_fp8_v9::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
+       MlaArithmetic::e4m3_q_and_p},
 #endif
-        {"paged_sm90_fp8_v10_fp8_tensor",
-         [](DType d) { return paged_sm90_fp8_v10::main_kernel(d, KvFormat::fp8_tensor); },
-         KvFormat::fp8_tensor, MlaArithmetic::e4m3_q_and_p},
+      {"paged_sm90_fp8_v10_fp8_tensor",
+       [](DType d) { return paged_sm90_fp8_v10::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
+       MlaArithmetic::e4m3_q_and_p},
 #if CUTELAB_SUPERSEDED_KERNELS
-        {"paged_sm90_fp8_v11_fp8_tensor",
-         [](DType d) { return paged_sm90_fp8_v11::main_kernel(d, KvFormat::fp8_tensor); },
-         KvFormat::fp8_tensor, MlaArithmetic::e4m3_q_and_p},
-        {"paged_sm90_fp8_v12_fp8_tensor",
-         [](DType d) { return paged_sm90_fp8_v12::main_kernel(d, KvFormat::fp8_tensor); },
-         KvFormat::fp8_tensor, MlaArithmetic::e4m3_q_and_p},
+      {"paged_sm90_fp8_v11_fp8_tensor",
+       [](DType d) { return paged_sm90_fp8_v11::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
+       MlaArithmetic::e4m3_q_and_p},
+      {"paged_sm90_fp8_v12_fp8_tensor",
+       [](DType d) { return paged_sm90_fp8_v12::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
+       MlaArithmetic::e4m3_q_and_p},
 #endif
-        {"paged_sm90_fp8_v13_fp8_tensor",
-         [](DType d) { return paged_sm90_fp8_v13::main_kernel(d, KvFormat::fp8_tensor); },
-         KvFormat::fp8_tensor,
-         MlaArithmetic::e4m3_q_and_p,
-         PartialFormat::fp32,
-         32},
-        {"paged_sm90_fp8_v4_fp8_token",
-         [](DType d) { return paged_sm90_fp8_v4::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token,
-         MlaArithmetic::e4m3_requantised},
-        {"paged_sm90_fp8_v17_fp8_token",
-         [](DType d) { return paged_sm90_fp8_v17::main_kernel(d, KvFormat::fp8_token); },
-         KvFormat::fp8_token,
-         MlaArithmetic::e4m3_q_and_p,
-         PartialFormat::fp32,
-         32},
-    {
-      "paged_sm90_fp8_v18_fp8_token",
-          [](DType d) { return paged_sm90_fp8_v18::main_kernel(d, KvFormat::fp8_token); },
-          KvFormat::fp8_token, MlaArithmetic::e4m3_q_and_p
-    }
-  };
+      {"paged_sm90_fp8_v13_fp8_tensor",
+       [](DType d) { return paged_sm90_fp8_v13::main_kernel(d, KvFormat::fp8_tensor); }, KvFormat::fp8_tensor,
+       MlaArithmetic::e4m3_q_and_p, PartialFormat::fp32, 32},
+      {"paged_sm90_fp8_v4_fp8_token",
+       [](DType d) { return paged_sm90_fp8_v4::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token,
+       MlaArithmetic::e4m3_requantised},
+      {"paged_sm90_fp8_v17_fp8_token",
+       [](DType d) { return paged_sm90_fp8_v17::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token,
+       MlaArithmetic::e4m3_q_and_p, PartialFormat::fp32, 32},
+      {"paged_sm90_fp8_v18_fp8_token",
+       [](DType d) { return paged_sm90_fp8_v18::main_kernel(d, KvFormat::fp8_token); }, KvFormat::fp8_token,
+       MlaArithmetic::e4m3_q_and_p}};
 }
+// clang-format on
 
 class MlaDecodeStepPlan : public ::testing::TestWithParam<Version> {
  protected:
