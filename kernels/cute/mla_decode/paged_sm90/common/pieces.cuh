@@ -12,6 +12,7 @@
 #include <cutlass/arch/barrier.h>
 #include <cute/arch/copy_sm80.hpp>
 #include <cute/arch/copy_sm90.hpp>
+#include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/tensor.hpp>
 
 #include "cute/mla_decode/paged_sm90/common/p_tile.hpp"
@@ -84,6 +85,41 @@ struct PartWalk {
     return valid(c) ? p.block_table[static_cast<int64_t>(c.req) * p.max_blocks + c.blk] : 0;
   }
 };
+
+// Chunks [kBegin, kEnd) of KV page `page` (KV head `kv_head`) into `tile` (the K layout: chunk c of 64
+// columns at c x 64 tokens x 64 elements), one TMA box each, chunk c announced on ready[c]; one thread.
+template <class Traits, int kBegin = 0, int kEnd = Traits::kNumChunks>
+CUTE_DEVICE void load_page_chunks(const Params& p, const CUtensorMap* kv_map, typename Traits::Element* tile,
+                                  std::uint64_t* ready, int page, int kv_head) {
+  CUTE_UNROLL
+  for (int c = kBegin; c < kEnd; ++c) {
+    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&ready[c], Traits::kChunkBytes);
+    cute::SM90_TMA_LOAD_4D::copy(kv_map, &ready[c], p.kv_cache_hint,
+                                 tile + c * Traits::kBlockN * Traits::kChunk, c * Traits::kChunk, kv_head, 0,
+                                 page);
+  }
+}
+
+// The barriers of the designs with one S owner and a page ring consumed page by page (v3, v8): a
+// piece's Q tile and each page chunk by TMA (one arrival with bytes), P published by the owner's 128
+// threads, a buffer freed by every thread, a piece's row state handed over by 128 threads each way.
+// One thread, before the CTA's first barrier.
+template <class Traits>
+CUTE_DEVICE void init_page_ring_barriers(typename Traits::SharedStorage& smem) {
+  using TxBarrier = cutlass::arch::ClusterTransactionBarrier;
+  using SignalBarrier = cutlass::arch::ClusterBarrier;
+  TxBarrier::init(&smem.q_ready, 1);
+  for (int s = 0; s < Traits::kStages; ++s) {
+    for (int c = 0; c < Traits::kNumChunks; ++c) TxBarrier::init(&smem.kv_ready[s][c], 1);
+    SignalBarrier::init(&smem.p_ready[s], 128);
+    SignalBarrier::init(&smem.buffer_free[s], Traits::kThreads);
+  }
+  for (int s = 0; s < 2; ++s) {
+    SignalBarrier::init(&smem.final_ready[s], 128);
+    SignalBarrier::init(&smem.final_read[s], 128);
+  }
+  cutlass::arch::fence_barrier_init();
+}
 
 // Packed query row -> (query token s, head) of this KV head.
 CUTE_DEVICE void row_coords(const Params& p, int packed_row, int kv_head, int& s, int& head) {

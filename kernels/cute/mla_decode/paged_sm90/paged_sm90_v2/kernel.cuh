@@ -62,13 +62,8 @@ struct Kernel {
   template <int kGroup>
   CUTE_DEVICE static void load_group(const Params& p, const CUtensorMap* kv_map, SharedStorage& smem, int buf,
                                      int page, int kv_head) {
-    Element* tile = smem.kv[buf].data();
-    CUTE_UNROLL
-    for (int c = T::group_begin(kGroup); c < T::group_end(kGroup); ++c) {
-      FullBarrier::arrive_and_expect_tx(&smem.kv_ready[buf][c], T::kChunkBytes);
-      cute::SM90_TMA_LOAD_4D::copy(kv_map, &smem.kv_ready[buf][c], p.kv_cache_hint, tile + c * kBlockN * T::kChunk,
-                                   c * T::kChunk, kv_head, 0, page);
-    }
+    paged_sm90::load_page_chunks<T, T::group_begin(kGroup), T::group_end(kGroup)>(
+        p, kv_map, smem.kv[buf].data(), smem.kv_ready[buf], page, kv_head);
   }
 
   // Warpgroup kWG: computes S of the pair's page in buffer kWG, owns O[:, 256 kWG : 256 kWG + 256]

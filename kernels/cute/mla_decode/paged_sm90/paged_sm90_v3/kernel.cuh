@@ -38,15 +38,7 @@ struct Kernel {
     if (threadIdx.x == 0) {
       cute::prefetch_tma_descriptor(kv_map);
       cute::prefetch_tma_descriptor(q_map);
-      FullBarrier::init(&smem.q_ready, 1);
-      for (int s = 0; s < T::kStages; ++s) {
-        for (int c = 0; c < T::kNumChunks; ++c) FullBarrier::init(&smem.kv_ready[s][c], 1);
-        SignalBarrier::init(&smem.p_ready[s], 128);
-        SignalBarrier::init(&smem.buffer_free[s], T::kThreads);
-        SignalBarrier::init(&smem.final_ready[s], 128);
-        SignalBarrier::init(&smem.final_read[s], 128);
-      }
-      cutlass::arch::fence_barrier_init();
+      paged_sm90::init_page_ring_barriers<T>(smem);
     }
     // Everything above overlaps the previous kernel; the schedule is read only after it.
     sm90::wait_for_prior_grid();
@@ -57,18 +49,6 @@ struct Kernel {
       consume<0>(p, kv_map, q_map, smem, part);
     else
       consume<1>(p, kv_map, q_map, smem, part);
-  }
-
-  // Loads page `page` into buffer `buf`, chunk by chunk; one thread.
-  CUTE_DEVICE static void load_page(const Params& p, const CUtensorMap* kv_map, SharedStorage& smem, int buf,
-                                    int page, int kv_head) {
-    Element* tile = smem.kv[buf].data();
-    CUTE_UNROLL
-    for (int c = 0; c < T::kNumChunks; ++c) {
-      FullBarrier::arrive_and_expect_tx(&smem.kv_ready[buf][c], T::kChunkBytes);
-      cute::SM90_TMA_LOAD_4D::copy(kv_map, &smem.kv_ready[buf][c], p.kv_cache_hint,
-                                   tile + c * kBlockN * T::kChunk, c * T::kChunk, kv_head, 0, page);
-    }
   }
 
   // Loads the Q tile of request `req` (this CTA's M tile and KV head): its 512 latent columns into
@@ -134,7 +114,9 @@ struct Kernel {
     int next_page = walk.page_id(next);
     const auto load_next = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {
       smem.page_req[buf] = walk.valid(next) ? next.req : -1;
-      if (walk.valid(next)) load_page(p, kv_map, smem, buf, next_page, kv_head());
+      if (walk.valid(next))
+        paged_sm90::load_page_chunks<T>(p, kv_map, smem.kv[buf].data(), smem.kv_ready[buf], next_page,
+                                        kv_head());
       walk.advance(next, 0);
       next_page = walk.page_id(next);
     };

@@ -38,12 +38,11 @@ CUTE_DEVICE std::uint32_t pack2(float a, float b) {
   }
 }
 
-// stmatrix.trans of four 8x8 16-bit matrices: lane l holds row l / 4, columns 2 (l % 4) and + 1
-// of each, and addresses row l % 8 of the stored (transposed) matrix l / 8.
-CUTE_DEVICE void stmatrix_trans_x4(std::uint32_t addr, const std::uint32_t (&r)[4]) {
-  asm volatile("stmatrix.sync.aligned.x4.trans.m8n8.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
-               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
-               : "memory");
+// stmatrix.trans of four 8x8 16-bit matrices (cute's SM90_U16x8_STSM_T): lane l holds row l / 4,
+// columns 2 (l % 4) and + 1 of each, and addresses row l % 8 of the stored (transposed) matrix l / 8,
+// at byte `offset` of `base`.
+CUTE_DEVICE void stmatrix_trans_x4(char* base, int offset, const std::uint32_t (&r)[4]) {
+  cute::SM90_U16x8_STSM_T::copy(r[0], r[1], r[2], r[3], *reinterpret_cast<cute::uint128_t*>(base + offset));
 }
 
 // kPartials: what split pieces write (fp32, or out's dtype: half the partial bytes).
@@ -69,15 +68,7 @@ struct Kernel {
     if (threadIdx.x == 0) {
       cute::prefetch_tma_descriptor(kv_map);
       cute::prefetch_tma_descriptor(q_map);
-      FullBarrier::init(&smem.q_ready, 1);
-      for (int s = 0; s < T::kStages; ++s) {
-        for (int c = 0; c < T::kNumChunks; ++c) FullBarrier::init(&smem.kv_ready[s][c], 1);
-        SignalBarrier::init(&smem.p_ready[s], 128);
-        SignalBarrier::init(&smem.buffer_free[s], T::kThreads);
-        SignalBarrier::init(&smem.final_ready[s], 128);
-        SignalBarrier::init(&smem.final_read[s], 128);
-      }
-      cutlass::arch::fence_barrier_init();
+      paged_sm90::init_page_ring_barriers<T>(smem);
     }
     // Everything above overlaps the previous kernel; the schedule is read only after it.
     sm90::wait_for_prior_grid();
@@ -91,18 +82,6 @@ struct Kernel {
   }
 
   CUTE_DEVICE static int kv_head() { return sm90::opaque(static_cast<int>(blockIdx.x)); }  // one M tile
-
-  // Loads page `page` into buffer `buf`, chunk by chunk; one thread.
-  CUTE_DEVICE static void load_page(const Params& p, const CUtensorMap* kv_map, SharedStorage& smem, int buf,
-                                    int page) {
-    Element* tile = smem.kv[buf].data();
-    CUTE_UNROLL
-    for (int c = 0; c < T::kNumChunks; ++c) {
-      FullBarrier::arrive_and_expect_tx(&smem.kv_ready[buf][c], T::kChunkBytes);
-      cute::SM90_TMA_LOAD_4D::copy(kv_map, &smem.kv_ready[buf][c], p.kv_cache_hint,
-                                   tile + c * kBlockN * T::kChunk, c * T::kChunk, kv_head(), 0, page);
-    }
-  }
 
   // Loads the Q tile of request `req` (all 576 columns, chunk c at c x kRows rows); one thread. Rows
   // past the request's packed rows hold whatever they held: their results are never stored.
@@ -224,7 +203,7 @@ struct Kernel {
         // P^T into buffer `buf`: stmatrix block b is (tokens warp * 16 + 8 (b & 1) + 0..7) x (columns
         // 8 (b >> 1) + 0..7); stored transposed, row n of it is P^T row 8 (b >> 1) + n, 16 bytes at
         // token unit 2 warp + (b & 1), swizzled by the row.
-        const std::uint32_t pt = cute::cast_smem_ptr_to_uint(smem.pt[buf].data());
+        char* const pt = reinterpret_cast<char*>(smem.pt[buf].data());
         CUTE_UNROLL
         for (int call = 0; call < kCols / 4; ++call) {
           std::uint32_t frag[4];
@@ -234,7 +213,7 @@ struct Kernel {
             frag[k] = pack2<Element>(prob[i0], prob[i0 + 1]);
           }
           const int b = 4 * call + lane / 8, n = 8 * (b >> 1) + lane % 8;
-          stmatrix_trans_x4(pt + n * 128 + ((((2 * warp + (b & 1)) ^ n) & 7) << 4), frag);
+          stmatrix_trans_x4(pt, n * 128 + ((((2 * warp + (b & 1)) ^ n) & 7) << 4), frag);
         }
         // Columns of no query row keep O^T's scale at 1 (their garbage would defeat the rescale skip).
         if (warp == 0 && lane < 4) {
@@ -294,7 +273,9 @@ struct Kernel {
     int next_page = walk.page_id(next);
     const auto load_next = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {
       smem.page_req[buf] = walk.valid(next) ? next.req : -1;
-      if (walk.valid(next)) load_page(p, kv_map, smem, buf, next_page);
+      if (walk.valid(next))
+        paged_sm90::load_page_chunks<T>(p, kv_map, smem.kv[buf].data(), smem.kv_ready[buf], next_page,
+                                        kv_head());
       walk.advance(next, 0);
       next_page = walk.page_id(next);
     };
@@ -434,7 +415,7 @@ struct Kernel {
     // 16-bit rows: stmatrix block (mt, b) is dims 64 mt + 16 warp + 8 (b & 1) + 0..7 x columns
     // 8 (b >> 1) + 0..7; stored transposed, row n of it is staged row 8 (b >> 1) + n, 16 bytes at
     // unit (8 mt + 2 warp + (b & 1)) ^ (row % 8).
-    const std::uint32_t staged = cute::cast_smem_ptr_to_uint(smem.out_rows.data());
+    char* const staged = smem.out_rows.data();
     NamedBarrier::sync(128, T::kWarpgroupSync);  // the previous piece's rows have been read out
     CUTE_UNROLL
     for (int mt = 0; mt < cute::size<1>(acc); ++mt) {
@@ -448,7 +429,7 @@ struct Kernel {
         }
         const int b = 4 * call + lane / 8, n = 8 * (b >> 1) + lane % 8;
         const int unit = 8 * mt + 2 * warp + (b & 1);
-        stmatrix_trans_x4(staged + n * T::kStageRowBytes + ((unit ^ (n & 7)) << 4), frag);
+        stmatrix_trans_x4(staged, n * T::kStageRowBytes + ((unit ^ (n & 7)) << 4), frag);
       }
     }
     NamedBarrier::sync(128, T::kWarpgroupSync);
@@ -456,10 +437,8 @@ struct Kernel {
     Element* const base = static_cast<Element*>(split ? p.partials.out : p.out);
     for (int idx = wg_thread; idx < p.rows_per_head * kUnits; idx += 128) {
       const int row = idx / kUnits, unit = idx % kUnits;
-      uint4 v;
-      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "r"(staged + row * T::kStageRowBytes + ((unit ^ (row & 7)) << 4)));
+      const uint4 v =
+          *reinterpret_cast<const uint4*>(staged + row * T::kStageRowBytes + ((unit ^ (row & 7)) << 4));
       const int64_t dst_row = split ? partial_row(row) : out_row(row);
       reinterpret_cast<uint4*>(base + dst_row * T::kHeadDimV)[unit] = v;
     }
