@@ -100,6 +100,20 @@ CUTE_DEVICE void load_page_chunks(const Params& p, const CUtensorMap* kv_map, ty
   }
 }
 
+// Loads the page at cursor `next` (page id `next_page`) into buffer `buf` of the two-deep ring of the
+// designs consumed page by page (v3, v8), records its request (-1: past the part's end), and moves the
+// cursor and its page id on to the next page; one thread.
+template <class Traits>
+CUTE_DEVICE void load_next_page(const Params& p, const CUtensorMap* kv_map,
+                                typename Traits::SharedStorage& smem, const PartWalk<1>& walk,
+                                PageCursor& next, int& next_page, int buf, int kv_head) {
+  smem.page_req[buf] = walk.valid(next) ? next.req : -1;
+  if (walk.valid(next))
+    load_page_chunks<Traits>(p, kv_map, smem.kv[buf].data(), smem.kv_ready[buf], next_page, kv_head);
+  walk.advance(next, 0);
+  next_page = walk.page_id(next);
+}
+
 // The barriers of the designs with one S owner and a page ring consumed page by page (v3, v8): a
 // piece's Q tile and each page chunk by TMA (one arrival with bytes), P published by the owner's 128
 // threads, a buffer freed by every thread, a piece's row state handed over by 128 threads each way.
@@ -125,6 +139,24 @@ CUTE_DEVICE void init_page_ring_barriers(typename Traits::SharedStorage& smem) {
 CUTE_DEVICE void row_coords(const Params& p, int packed_row, int kv_head, int& s, int& head) {
   s = packed_row / p.heads_per_kv;
   head = kv_head * p.heads_per_kv + packed_row % p.heads_per_kv;
+}
+
+// Where packed query row `packed` of request `req`, KV head `kv_head` goes: its row of out (of
+// kHeadDimV values) and its lse element.
+struct OutRow {
+  int64_t out, lse;
+};
+CUTE_DEVICE OutRow out_row(const Params& p, int req, int kv_head, int packed) {
+  int s, head;
+  row_coords(p, packed, kv_head, s, head);
+  return {(static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head,
+          (static_cast<int64_t>(req) * p.h_q + head) * p.s_q + s};
+}
+
+// Row of split-piece slot `slot` for packed row `packed` of KV head `kv_head` in the partial rows
+// (and their lse).
+CUTE_DEVICE int64_t partial_row(const Params& p, int slot, int kv_head, int packed) {
+  return (static_cast<int64_t>(slot) * p.h_kv + kv_head) * p.partials.rows_per_head + packed;
 }
 
 // Start of packed query row `packed` of request `req`, KV head `kv_head`, in q.
@@ -365,18 +397,15 @@ CUTE_DEVICE void write_piece(const Params& p, int req, const PieceRequest& reque
   for (int h = 0; h < 2; ++h) {
     const int packed = m_tile * kBlockM + r0 + row_step * h;
     if (!split) {
-      int s = 0, head = 0;
-      row_coords(p, min(packed, p.rows_per_head - 1), kv_head, s, head);
-      Element* dst = static_cast<Element*>(p.out) +
-                     ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * kHeadDimV + col_base;
+      const OutRow at = out_row(p, req, kv_head, min(packed, p.rows_per_head - 1));
+      Element* dst = static_cast<Element*>(p.out) + at.out * kHeadDimV + col_base;
       const bool live = packed < p.rows_per_head;
       store_row_sectors(dst, tOrO, h, inv[h], live);
-      if (live && writes_lse) p.lse[(static_cast<int64_t>(req) * p.h_q + head) * p.s_q + s] = lse[h];
+      if (live && writes_lse) p.lse[at.lse] = lse[h];
       continue;
     }
     if constexpr (kPartials == PartialFormat::out_dtype) {
-      const int64_t slot_row =
-          (static_cast<int64_t>(slot) * p.h_kv + kv_head) * p.partials.rows_per_head + packed;
+      const int64_t slot_row = partial_row(p, slot, kv_head, packed);
       const bool live = packed < p.rows_per_head;
       store_row_sectors(static_cast<Element*>(p.partials.out) + slot_row * kHeadDimV + col_base, tOrO, h,
                         inv[h], live);
@@ -385,7 +414,7 @@ CUTE_DEVICE void write_piece(const Params& p, int req, const PieceRequest& reque
     }
     if (packed >= p.rows_per_head) continue;
     {
-      const int64_t slot_row = (static_cast<int64_t>(slot) * p.h_kv + kv_head) * p.partials.rows_per_head + packed;
+      const int64_t slot_row = partial_row(p, slot, kv_head, packed);
       float* dst = static_cast<float*>(p.partials.out) + slot_row * kHeadDimV + col_base;
       CUTE_UNROLL
       for (int i = 2 * h; i < cute::size(tOrO); i += 4)  // i and i + 1: adjacent columns

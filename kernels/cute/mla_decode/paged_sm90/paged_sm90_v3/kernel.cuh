@@ -113,12 +113,7 @@ struct Kernel {
     paged_sm90::PageCursor next = walk.start(0);
     int next_page = walk.page_id(next);
     const auto load_next = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {
-      smem.page_req[buf] = walk.valid(next) ? next.req : -1;
-      if (walk.valid(next))
-        paged_sm90::load_page_chunks<T>(p, kv_map, smem.kv[buf].data(), smem.kv_ready[buf], next_page,
-                                        kv_head());
-      walk.advance(next, 0);
-      next_page = walk.page_id(next);
+      paged_sm90::load_next_page<T>(p, kv_map, smem, walk, next, next_page, buf, kv_head());
     };
     if constexpr (!kOwner) {
       if (elected) {

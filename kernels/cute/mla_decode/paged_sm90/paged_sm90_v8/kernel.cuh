@@ -272,12 +272,7 @@ struct Kernel {
     paged_sm90::PageCursor next = walk.start(0);
     int next_page = walk.page_id(next);
     const auto load_next = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {
-      smem.page_req[buf] = walk.valid(next) ? next.req : -1;
-      if (walk.valid(next))
-        paged_sm90::load_page_chunks<T>(p, kv_map, smem.kv[buf].data(), smem.kv_ready[buf], next_page,
-                                        kv_head());
-      walk.advance(next, 0);
-      next_page = walk.page_id(next);
+      paged_sm90::load_next_page<T>(p, kv_map, smem, walk, next, next_page, buf, kv_head());
     };
     if (elected) {
       if (walk.valid(next)) load_q(p, q_map, smem, next.req);
@@ -373,25 +368,17 @@ struct Kernel {
       lse[c] = f.lse;
     }
     const auto partial_row = [&](int row) CUTLASS_LAMBDA_FUNC_INLINE {
-      return (static_cast<int64_t>(slot) * p.h_kv + kv_head()) * p.partials.rows_per_head + row;
-    };
-    const auto out_row = [&](int row) CUTLASS_LAMBDA_FUNC_INLINE {
-      int s = 0, head = 0;
-      paged_sm90::row_coords(p, row, kv_head(), s, head);
-      return (static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head;
+      return paged_sm90::partial_row(p, slot, kv_head(), row);
     };
     if (warp == 0 && lane < 4) {
       CUTE_UNROLL
       for (int c = 0; c < kCols; ++c) {
         const int row = query_row(n0, c);
         if (row >= p.rows_per_head) continue;
-        if (!split) {
-          int s = 0, head = 0;
-          paged_sm90::row_coords(p, row, kv_head(), s, head);
-          p.lse[(static_cast<int64_t>(req) * p.h_q + head) * p.s_q + s] = lse[c];
-        } else {
+        if (!split)
+          p.lse[paged_sm90::out_row(p, req, kv_head(), row).lse] = lse[c];
+        else
           p.partials.lse[partial_row(row)] = lse[c];
-        }
       }
     }
 
@@ -439,7 +426,7 @@ struct Kernel {
       const int row = idx / kUnits, unit = idx % kUnits;
       const uint4 v =
           *reinterpret_cast<const uint4*>(staged + row * T::kStageRowBytes + ((unit ^ (row & 7)) << 4));
-      const int64_t dst_row = split ? partial_row(row) : out_row(row);
+      const int64_t dst_row = split ? partial_row(row) : paged_sm90::out_row(p, req, kv_head(), row).out;
       reinterpret_cast<uint4*>(base + dst_row * T::kHeadDimV)[unit] = v;
     }
   }
