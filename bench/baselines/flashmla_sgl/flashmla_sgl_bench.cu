@@ -111,24 +111,24 @@ void put_descriptor(TmaArgs& a, std::size_t at, const Copy& copy) {
 
 TmaArgs make_tma_args(const DecodingParams& p) {
   using namespace cute;
+  // A TMA copy over one of the kernel's (rows, columns, h_k, b) views: unit column stride, K-major 128-byte
+  // swizzled tiles of `tile` elements.
+  const auto tma_over = [](auto op, void* ptr, auto shape, int64_t row, int64_t head, int64_t batch,
+                           auto tile) {
+    return make_tma_copy(op,
+                         make_tensor(make_gmem_ptr(static_cast<Element*>(ptr)),
+                                     make_layout(shape, make_stride(row, _1{}, head, batch))),
+                         tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{}, tile));
+  };
   auto shape_q = make_shape(p.q_seq_per_hk, p.d, p.h_k, p.b);
-  auto tma_q = make_tma_copy(
-      SM90_TMA_LOAD{},
-      make_tensor(make_gmem_ptr(static_cast<Element*>(p.q_ptr)),
-                  make_layout(shape_q, make_stride(p.q_row_stride, _1{}, p.q_head_stride, p.q_batch_stride))),
-      tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{}, Shape<Int<kBlockM>, Int<kDimQK>>{}));
   auto shape_k = make_shape(Int<kPage>{}, Int<kDimQK>{}, p.h_k, p.num_blocks);
-  auto tma_k = make_tma_copy(
-      SM90_TMA_LOAD{},
-      make_tensor(make_gmem_ptr(static_cast<Element*>(p.k_ptr)),
-                  make_layout(shape_k, make_stride(p.k_row_stride, _1{}, p.k_head_stride, p.k_batch_stride))),
-      tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{}, Shape<Int<kPage>, Int<64>>{}));
   auto shape_o = make_shape(p.q_seq_per_hk, p.d_v, p.h_k, p.b);
-  auto tma_o = make_tma_copy(
-      SM90_TMA_STORE{},
-      make_tensor(make_gmem_ptr(static_cast<Element*>(p.o_ptr)),
-                  make_layout(shape_o, make_stride(p.o_row_stride, _1{}, p.o_head_stride, p.o_batch_stride))),
-      tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{}, Shape<Int<kBlockM>, Int<kDimV>>{}));
+  auto tma_q = tma_over(SM90_TMA_LOAD{}, p.q_ptr, shape_q, p.q_row_stride, p.q_head_stride, p.q_batch_stride,
+                        Shape<Int<kBlockM>, Int<kDimQK>>{});
+  auto tma_k = tma_over(SM90_TMA_LOAD{}, p.k_ptr, shape_k, p.k_row_stride, p.k_head_stride, p.k_batch_stride,
+                        Shape<Int<kPage>, Int<64>>{});
+  auto tma_o = tma_over(SM90_TMA_STORE{}, p.o_ptr, shape_o, p.o_row_stride, p.o_head_stride, p.o_batch_stride,
+                        Shape<Int<kBlockM>, Int<kDimV>>{});
   static_assert(sizeof(shape_q) == 16 && sizeof(shape_k) == 8 && sizeof(shape_o) == 16);  // the ints only
   TmaArgs a{};
   put_shape(a, kShapeQ, shape_q);
@@ -229,10 +229,10 @@ int run(int argc, char** argv) {
                 std::to_string(sizeof(DecodingParams)) + ", " + std::to_string(sizeof(TmaArgs)) + " and " +
                 std::to_string(sizeof(MetadataParams)));
 
-  int device = 0, sms = 0;
+  int device = 0;
   CUTELAB_CUDA(cudaGetDevice(&device));
-  CUTELAB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const cutelab::DeviceInfo dev = cutelab::query_device(device, cutelab::DeviceDb::load_default());
+  const int sms = dev.sm_count;
 
   const int pages = (t + kPage - 1) / kPage, num_blocks = b * pages;
   const int q_seq_per_hk = s_q * h_q, m_blocks = (q_seq_per_hk + kBlockM - 1) / kBlockM;
