@@ -78,6 +78,14 @@ Family make_family() {
   kv.choices = {"same", "fp8_tensor", "fp8_token"};
   kv.omit_default = true;  // problems that do not name it keep the keys they had
   f.params.push_back(std::move(kv));
+  ParamSpec pool = integer_param(
+      "kv-pool",
+      "0: every request reads pages of its own; N > 0: all requests' pages are taken in turn from N pages, "
+      "so the KV a call reads stays in L2 (what a kernel costs without its DRAM stream; a diagnostic, "
+      "not a serving case)",
+      0, 0, kMaxKvPool);
+  pool.omit_default = true;
+  f.params.push_back(std::move(pool));
   // Small enough for compute-sanitizer, yet covering causal masking, variable lengths with a
   // partly filled last page, and a head group larger than one.
   f.sanitize_problem = {{"b", "2"},       {"s", "2"},         {"t", "200"},      {"h", "16"},
@@ -136,6 +144,7 @@ MlaDecodeProblem MlaDecodeProblem::from(const Problem& p) {
   CUTELAB_REQUIRE(parsed && (*parsed == DType::bf16 || *parsed == DType::f16),
                   "dtype: expected bf16 or f16, got ", dt);
   m.dtype = *parsed;
+  if (p.has("kv-pool")) m.kv_pool = static_cast<int>(p.integer("kv-pool"));
   // kv-dtype stays out of the problem while it is "same" (ParamSpec::omit_default).
   const std::string kv = p.has("kv-dtype") ? p.choice("kv-dtype") : family().find("kv-dtype")->default_value;
   if (kv == "same") {
@@ -156,6 +165,8 @@ MlaDecodeProblem MlaDecodeProblem::from(const Problem& p) {
   CUTELAB_REQUIRE(m.h_q >= 1 && m.h_q <= kMaxHeadsQ, "h: expected 1..", kMaxHeadsQ, ", got ", m.h_q);
   CUTELAB_REQUIRE(m.h_kv >= 1 && m.h_kv <= kMaxHeadsKV, "hkv: expected 1..", kMaxHeadsKV, ", got ", m.h_kv);
   CUTELAB_REQUIRE(m.h_q % m.h_kv == 0, "h (", m.h_q, ") must be a multiple of hkv (", m.h_kv, ")");
+  CUTELAB_REQUIRE(m.kv_pool >= 0 && m.kv_pool <= kMaxKvPool, "kv-pool: expected 0..", kMaxKvPool, ", got ",
+                  m.kv_pool);
   if (p.has("lens")) {
     CUTELAB_REQUIRE(!m.lens.empty(), "lens: empty list (expected b = ", m.b, " lengths)");
     CUTELAB_REQUIRE(m.lens.size() == static_cast<std::size_t>(m.b), "lens has ", m.lens.size(),
@@ -187,6 +198,7 @@ MlaDecodeCase MlaDecodeCase::from_problem(const MlaDecodeProblem& p, std::uint64
   c.causal = p.causal;
   c.dtype = p.dtype;
   c.kv_format = p.kv_format;
+  c.kv_pool_pages = p.kv_pool;
   if (!p.lens.empty()) {
     CUTELAB_REQUIRE(p.lens.size() == static_cast<std::size_t>(p.b), "lens has ", p.lens.size(),
                     " values but b = ", p.b);

@@ -21,6 +21,7 @@ inline constexpr int kMaxQueryLen = 8;
 inline constexpr int kMaxHeadsQ = 128;
 inline constexpr int kMaxHeadsKV = 8;
 inline constexpr int kMaxSeqlen = 131072;  // 128K tokens
+inline constexpr int kMaxKvPool = 1 << 20;  // pages of MlaDecodeProblem::kv_pool
 
 // What the CLI and suites describe: sizes and flags, with sequence lengths drawn from them
 // or given one per request (`lens`, e.g. a trace of a serving engine's decode step).
@@ -37,6 +38,9 @@ struct MlaDecodeProblem {
   // an FP8 format of kv_format.hpp (dtype bf16 only).
   KvFormat kv_format = KvFormat::bf16;
   std::vector<int> lens;  // explicit length of each request (size b, 0 allowed); empty: from t / varlen
+  // > 0 (family param kv-pool): every request's pages come in turn from this many pages, so the
+  // KV cache a call reads fits in L2 (a kernel's time without its DRAM stream). 0: a page each.
+  int kv_pool = 0;
 
   [[nodiscard]] static const Family& family();
   // Throws UsageError naming the parameter for sizes the family does not support.
@@ -60,6 +64,7 @@ struct MlaDecodeCase {
   int max_blocks_per_seq = 0;     // block-table width; 0: just enough for the longest request
   int spare_blocks = 2;           // pages no request owns (NaN-filled when nan_unowned)
   bool shuffle_blocks = true;     // block tables in random order
+  int kv_pool_pages = 0;          // > 0: requests share a pool of this many pages (MlaDecodeProblem::kv_pool)
   bool nan_unowned = true;        // unowned pages and the tail of each last page hold NaN
   // The arithmetic of the kernel under test (not part of the problem): its outputs' tolerances.
   MlaArithmetic arithmetic = MlaArithmetic::q_precision;

@@ -69,6 +69,7 @@ void check_case(const MlaDecodeCase& c) {
   CUTELAB_REQUIRE(static_cast<int>(c.seqlens.size()) == c.b, "case.seqlens: expected ", c.b,
                   " lengths (one per request), got ", c.seqlens.size());
   CUTELAB_REQUIRE(c.spare_blocks >= 0, "case.spare_blocks: expected >= 0, got ", c.spare_blocks);
+  CUTELAB_REQUIRE(c.kv_pool_pages >= 0, "case.kv_pool_pages: expected >= 0, got ", c.kv_pool_pages);
   const int width = c.blocks_per_seq();
   for (int i = 0; i < c.b; ++i) {
     const int len = c.seqlens[i];
@@ -91,6 +92,9 @@ MlaDecodeWorkspace::MlaDecodeWorkspace(MlaDecodeCase c, std::uint64_t seed) : ca
   // in memory.
   int owned = 0;
   for (int len : case_.seqlens) owned += ceil_div(len, kPageSize);
+  // A pool: the requests' pages repeat `owned` ids, each holding the longest valid part any
+  // request gives it (a page that is full for one request is never a NaN tail for another).
+  if (case_.kv_pool_pages > 0) owned = std::min(owned, case_.kv_pool_pages);
   num_blocks_ = owned + 1 + case_.spare_blocks;
   std::vector<int> pool(static_cast<std::size_t>(num_blocks_));
   std::iota(pool.begin(), pool.end(), 0);
@@ -104,12 +108,12 @@ MlaDecodeWorkspace::MlaDecodeWorkspace(MlaDecodeCase c, std::uint64_t seed) : ca
   for (int i = 0; i < b; ++i) {
     const int len = case_.seqlens[i];
     for (int j = 0; j < ceil_div(len, kPageSize); ++j) {
-      const int page = pool[next++];
+      const int page = pool[next++ % static_cast<std::size_t>(std::max(owned, 1))];
       host_block_table_[static_cast<std::size_t>(i) * width + j] = page;
-      valid_tokens[page] = std::min(kPageSize, len - j * kPageSize);
+      valid_tokens[page] = std::max(valid_tokens[page], std::min(kPageSize, len - j * kPageSize));
     }
   }
-  const int filler = pool[next++];
+  const int filler = pool[static_cast<std::size_t>(owned)];
   for (int i = 0; i < b; ++i)
     for (int j = ceil_div(case_.seqlens[i], kPageSize); j < width; ++j)
       host_block_table_[static_cast<std::size_t>(i) * width + j] = filler;

@@ -53,16 +53,17 @@ inline std::string kv_dtype_param(KvFormat f) {
 // workspace). It names every length, so MlaDecodeCase::from_problem gives back the case's lengths.
 inline Problem problem_for(const MlaDecodeCase& c) {
   const int longest = *std::max_element(c.seqlens.begin(), c.seqlens.end());
-  return make_problem(MlaDecodeProblem::family(), std::map<std::string, std::string>{
-                                                      {"b", std::to_string(c.b)},
-                                                      {"s", std::to_string(c.s_q)},
-                                                      {"t", std::to_string(std::clamp(longest, 1, 131072))},
-                                                      {"h", std::to_string(c.h_q)},
-                                                      {"hkv", std::to_string(c.h_kv)},
-                                                      {"causal", c.causal ? "true" : "false"},
-                                                      {"dtype", std::string(dtype_name(c.dtype))},
-                                                      {"kv-dtype", kv_dtype_param(c.kv_format)},
-                                                      {"lens", lens_text(c.seqlens)}});
+  std::map<std::string, std::string> params{{"b", std::to_string(c.b)},
+                                            {"s", std::to_string(c.s_q)},
+                                            {"t", std::to_string(std::clamp(longest, 1, 131072))},
+                                            {"h", std::to_string(c.h_q)},
+                                            {"hkv", std::to_string(c.h_kv)},
+                                            {"causal", c.causal ? "true" : "false"},
+                                            {"dtype", std::string(dtype_name(c.dtype))},
+                                            {"kv-dtype", kv_dtype_param(c.kv_format)},
+                                            {"lens", lens_text(c.seqlens)}};
+  if (c.kv_pool_pages > 0) params["kv-pool"] = std::to_string(c.kv_pool_pages);
+  return make_problem(MlaDecodeProblem::family(), params);
 }
 
 // Whether `plan` reads KV caches of `c`'s format (and dtype) at all: some config of it accepts a

@@ -99,6 +99,33 @@ TEST(MlaDecodeWorkspaceGpu, NanFillsExactlyTheSlotsNoRequestOwns) {
   EXPECT_TRUE(all_poisoned(ws.lse.view()));
 }
 
+TEST(MlaDecodeWorkspaceGpu, KvPoolSharesPagesAndKeepsEveryReadSlotFinite) {
+  CUTELAB_REQUIRE_GPU();
+  MlaDecodeCase c = make_case(4, 1, 4, 1, false, DType::bf16, {300, 64, 1, 130});  // 5 + 1 + 1 + 3 page reads
+  c.kv_pool_pages = 3;
+  const MlaDecodeWorkspace ws(c, 12);
+  EXPECT_EQ(ws.num_blocks(), 3 + 1 + c.spare_blocks);  // the pool, the filler, the spares
+  const std::vector<int> table = ws.host_block_table();
+  const int width = c.blocks_per_seq();
+  std::vector<int> valid(ws.num_blocks(), 0);  // the most tokens any request reads of a page
+  std::set<int> used;
+  for (int i = 0; i < c.b; ++i)
+    for (int j = 0; j < ceil_div(c.seqlens[i], kPageSize); ++j) {
+      const int page = table[static_cast<std::size_t>(i) * width + j];
+      used.insert(page);
+      valid[page] = std::max(valid[page], std::min(kPageSize, c.seqlens[i] - j * kPageSize));
+    }
+  EXPECT_EQ(used.size(), 3u);
+  const std::vector<std::uint16_t> kv = copy_to_host<std::uint16_t>(ws.kv_cache.view());
+  for (int page = 0; page < ws.num_blocks(); ++page)
+    for (int t = 0; t < kPageSize; ++t) {
+      const std::uint16_t* slot = kv.data() + (static_cast<std::size_t>(page) * kPageSize + t) * kHeadDimQK;
+      std::size_t nans = 0;
+      for (int e = 0; e < kHeadDimQK; ++e) nans += is_nan_bits(slot[e], c.dtype) ? 1 : 0;
+      ASSERT_EQ(nans, t >= valid[page] ? std::size_t(kHeadDimQK) : 0u) << "page " << page << " token " << t;
+    }
+}
+
 #if CUTELAB_WITH_FLASHINFER
 // The FP8-KV baseline's inputs: the bf16 cache holds exactly what FlashInfer dequantises
 // (bf16(e4m3 * scale)), NaN stays NaN, and the scale uses e4m3's range.

@@ -371,6 +371,27 @@ TEST(MlaDecodeProblem, LensKeyIsShort) {
   EXPECT_THAT(big.display(), HasSubstr("lens=[128 values, mean 1063.5]"));
 }
 
+// ---- kv-pool: requests' pages from a few shared pages (the KV stays in L2) ----------------------
+
+TEST(MlaDecodeProblem, KvPoolReachesTheCaseAndOnlyThenTheKey) {
+  const MlaDecodeProblem p =
+      MlaDecodeProblem::from(parse({{"b", "128"}, {"t", "16384"}, {"kv-pool", "256"}}));
+  EXPECT_EQ(p.kv_pool, 256);
+  EXPECT_EQ(problem_case(p).kv_pool_pages, 256);
+  EXPECT_THAT(parse({{"kv-pool", "256"}}).key(), HasSubstr("kv-pool=256"));
+  // Problems that do not name it keep their keys and read a page each.
+  EXPECT_EQ(parse({}).key(), "b=128,causal=0,dtype=bf16,h=128,hkv=1,s=1,t=4096,varlen=0");
+  EXPECT_EQ(problem_case(MlaDecodeProblem::from(parse({}))).kv_pool_pages, 0);
+}
+
+TEST(MlaDecodeProblem, RejectsBadKvPoolNamingTheValue) {
+  EXPECT_THAT(problem_rejection({{"kv-pool", "-1"}}), HasSubstr("kv-pool"));
+  EXPECT_THAT(problem_rejection({{"kv-pool", "2000000"}}), HasSubstr("kv-pool"));
+  EXPECT_THAT(problem_rejection({{"kv-pool", "x"}}), HasSubstr("kv-pool"));
+  EXPECT_EQ(problem_rejection({{"kv-pool", "0"}}), "(accepted)");
+  EXPECT_EQ(problem_rejection({{"kv-pool", "1"}}), "(accepted)");
+}
+
 TEST(MlaDecodeTolerance, FollowsMeasureMd) {
   const Tolerance bf16 = out_tolerance(DType::bf16);
   const Tolerance f16 = out_tolerance(DType::f16);

@@ -97,6 +97,10 @@ std::vector<MatrixCase> matrix_cases() {
   // its own and splits nothing (with and without empty requests).
   add("len256", 128, 1, 32, 1, false, std::vector<int>(128, 256));
   add("var256", 100, 1, 16, 1, false, random_lens(100, 1, 256, 9, 6));
+  // Pages shared between requests (the kv-pool diagnostic; a serving engine's shared prefix):
+  // 20 page reads over 5 pages, tails included.
+  add("pool5", 6, 2, 64, 1, true, {300, 64, 0, 130, 1, 640});
+  v.back().c.kv_pool_pages = 5;
   // More requests than parts (h_q = 128: 66 parts on 132 SMs; s_q = 2: 33): the cuts move to
   // request boundaries when that costs no more than a split (fixed overhead 8), else several
   // whole requests and pieces of split ones share a part (fixed overhead 2).
