@@ -88,12 +88,14 @@ struct PartWalk {
 
 // Chunks [kBegin, kEnd) of KV page `page` (KV head `kv_head`) into `tile` (the K layout: chunk c of 64
 // columns at c x 64 tokens x 64 elements), one TMA box each, chunk c announced on ready[c]; one thread.
-template <class Traits, int kBegin = 0, int kEnd = Traits::kNumChunks>
+// kPostBytes = false: bare copies, the chunk's reader posts its bytes (arrive.expect_tx) before it waits.
+template <class Traits, int kBegin = 0, int kEnd = Traits::kNumChunks, bool kPostBytes = true>
 CUTE_DEVICE void load_page_chunks(const Params& p, const CUtensorMap* kv_map, typename Traits::Element* tile,
                                   std::uint64_t* ready, int page, int kv_head) {
   CUTE_UNROLL
   for (int c = kBegin; c < kEnd; ++c) {
-    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&ready[c], Traits::kChunkBytes);
+    if constexpr (kPostBytes)
+      cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&ready[c], Traits::kChunkBytes);
     cute::SM90_TMA_LOAD_4D::copy(kv_map, &ready[c], p.kv_cache_hint,
                                  tile + c * Traits::kBlockN * Traits::kChunk, c * Traits::kChunk, kv_head, 0,
                                  page);

@@ -5,7 +5,6 @@
 #include <cuda.h>
 
 #include <cutlass/arch/barrier.h>
-#include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/tensor.hpp>
 #include <cutlass/detail/helper_macros.hpp>
 
@@ -100,14 +99,9 @@ struct Kernel {
 
     // --- KV: bare TMA issues of this warpgroup's column group; the S reader posts the bytes ------
     const auto load_group = [&](int buf, int page_id) CUTLASS_LAMBDA_FUNC_INLINE {
-      if (elected) {  // (the KV head's division here: one thread's path, not every warp's)
-        Element* tile = sm90::opaque(smem.kv[buf].data());
-        const int head = kv_head();
-        CUTE_UNROLL
-        for (int c = kWG == 0 ? 0 : kSplit; c < (kWG == 0 ? kSplit : T::kNumChunks); ++c)
-          cute::SM90_TMA_LOAD_4D::copy(kv_map, &smem.kv_ready[buf][c], p.kv_cache_hint,
-                                       tile + c * kBlockN * T::kChunk, c * T::kChunk, head, 0, page_id);
-      }
+      if (elected)  // (the KV head's division here: one thread's path, not every warp's)
+        paged_sm90::load_page_chunks<T, kWG == 0 ? 0 : kSplit, kWG == 0 ? kSplit : T::kNumChunks, false>(
+            p, kv_map, sm90::opaque(smem.kv[buf].data()), smem.kv_ready[buf], page_id, kv_head());
     };
     int phase = 0;  // of buffer kWG's chunk barriers: flips with every page this warpgroup's S reads
     int pair_phase = 0;  // of max_b_ready (warpgroup 0): flips with every pair
@@ -167,27 +161,17 @@ struct Kernel {
       return make_tensor(make_smem_ptr(sm90::opaque(smem.kv[buf].data() + kWG * T::kVHalfOffset)),
                          typename T::SmemLayoutV{});  // (256,BLK_N)
     };
-    const auto pv_local = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {  // O += (own P, registers) V
-      Tensor tOrV = thr_local.make_fragment_B(thr_local.partition_B(v_half(buf)));  // (MMA,1,4)
-      warpgroup_fence_operand(tOrO);
-      warpgroup_fence_operand(tOrP);
-      warpgroup_arrive();
-      CUTE_UNROLL
-      for (int k = 0; k < size<2>(tOrP); ++k) cute::gemm(mma_local, tOrP(_, _, k), tOrV(_, _, k), tOrO);
-      warpgroup_commit_batch();
-      warpgroup_fence_operand(tOrP);
+    // O += (own P, registers) V and O += (the other warpgroup's P tile) V.
+    const auto pv = [&](auto from_registers, int buf) CUTLASS_LAMBDA_FUNC_INLINE {
+      paged_sm90::issue_half_pv<decltype(from_registers)::value>(
+          mma_local, thr_local, mma_remote, thr_remote, tOrP, tOrO,
+          [&]() CUTLASS_LAMBDA_FUNC_INLINE {
+            return make_tensor(make_smem_ptr(sm90::opaque(smem.p[1 - kWG].data())), typename T::SmemLayoutP{});
+          },
+          [&]() CUTLASS_LAMBDA_FUNC_INLINE { return v_half(buf); });
     };
-    const auto pv_remote = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {  // O += (the other's P tile) V
-      Tensor sP = make_tensor(make_smem_ptr(sm90::opaque(smem.p[1 - kWG].data())),
-                              typename T::SmemLayoutP{});                               // (BLK_M,BLK_N)
-      Tensor tOrPs = thr_remote.make_fragment_A(thr_remote.partition_A(sP));           // (MMA,1,4)
-      Tensor tOrV = thr_remote.make_fragment_B(thr_remote.partition_B(v_half(buf)));  // (MMA,1,4)
-      warpgroup_fence_operand(tOrO);
-      warpgroup_arrive();
-      CUTE_UNROLL
-      for (int k = 0; k < size<2>(tOrPs); ++k) cute::gemm(mma_remote, tOrPs(_, _, k), tOrV(_, _, k), tOrO);
-      warpgroup_commit_batch();
-    };
+    const auto pv_local = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE { pv(cute::true_type{}, buf); };
+    const auto pv_remote = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE { pv(cute::false_type{}, buf); };
     const auto pv_done = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
       warpgroup_wait<0>();
       warpgroup_fence_operand(tOrO);
