@@ -22,8 +22,8 @@ from cutelab.compat import flash_mla  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 DB = os.environ.get("CUTELAB_DEVICE_DB", "")
-KERNELS = ["cute/mla_decode/paged_sm90_pairs/v2", "cute/mla_decode/paged_sm90/v8", "cute/mla_decode/paged_sm90/v3",
-           "cute/mla_decode/paged_sm90/v2",
+KERNELS = ["cute/mla_decode/paged_sm90_pairs/v3", "cute/mla_decode/paged_sm90_pairs/v2",
+           "cute/mla_decode/paged_sm90/v8", "cute/mla_decode/paged_sm90/v3", "cute/mla_decode/paged_sm90/v2",
            "cute/mla_decode/paged_sm90/v1"]
 TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16}
 

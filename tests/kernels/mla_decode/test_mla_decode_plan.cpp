@@ -39,6 +39,7 @@
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v17/api.hpp"
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v18/api.hpp"
 #include "cute/mla_decode/paged_sm90_pairs/paged_sm90_pairs_v2/api.hpp"
+#include "cute/mla_decode/paged_sm90_pairs/paged_sm90_pairs_v3/api.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/check.hpp"
 #include "cutelab/runtime/registry.hpp"
@@ -79,6 +80,9 @@ std::vector<Version> versions() {
        KvFormat::bf16, MlaArithmetic::q_precision, PartialFormat::out_dtype},
       {"paged_sm90_pairs_v2", [](DType d) { return paged_sm90_pairs_v2::main_kernel(d, PartialFormat::fp32); }},
       {"paged_sm90_pairs_v2_p16", [](DType d) { return paged_sm90_pairs_v2::main_kernel(d, PartialFormat::out_dtype); },
+       KvFormat::bf16, MlaArithmetic::q_precision, PartialFormat::out_dtype},
+      {"paged_sm90_pairs_v3", [](DType d) { return paged_sm90_pairs_v3::main_kernel(d, PartialFormat::fp32); }},
+      {"paged_sm90_pairs_v3_p16", [](DType d) { return paged_sm90_pairs_v3::main_kernel(d, PartialFormat::out_dtype); },
        KvFormat::bf16, MlaArithmetic::q_precision, PartialFormat::out_dtype},
       {"paged_sm90_v8_n16", [](DType) { return v8_kernel(PartialFormat::fp32, 16); }, KvFormat::bf16,
        MlaArithmetic::q_precision, PartialFormat::fp32, 16},

@@ -170,12 +170,55 @@ CUTE_DEVICE const Element* q_row(const Params& p, int req, int kv_head, int pack
          ((static_cast<int64_t>(req) * p.s_q + s) * p.h_q + head) * kHeadDimQK;
 }
 
+// This thread's RoPE operand of the RS wgmma for the Q tile of request `req` straight from q: rows r0
+// and r0 + 8 of the M tile, 16 columns; register i holds row r0 + 8 * ((i >> 1) & 1), column
+// col0 + (i & 1) + 8 * (i >> 2), like the accumulator (host-tested); padded rows are 0.
+template <class Traits, class FragRope>
+CUTE_DEVICE void load_rope_operand(const Params& p, int req, int kv_head, int m_tile, int r0, int col0,
+                                   FragRope& tSrQRope) {
+  using Element = typename Traits::Element;
+  const int packed0 = m_tile * Traits::kBlockM + r0;
+  const bool live0 = packed0 < p.rows_per_head, live8 = packed0 + 8 < p.rows_per_head;
+  const Element* rope0 = q_row<Element>(p, req, kv_head, live0 ? packed0 : 0) + Traits::kHeadDimV;
+  const Element* rope8 = q_row<Element>(p, req, kv_head, live8 ? packed0 + 8 : 0) + Traits::kHeadDimV;
+  CUTE_UNROLL
+  for (int i = 0; i < cute::size(tSrQRope); i += 2) {  // column pairs: one 4-byte load
+    const int c = col0 + 8 * (i >> 2);
+    const bool upper = (i >> 1) & 1;
+    const auto pair = *reinterpret_cast<const cute::array<Element, 2>*>((upper ? rope8 : rope0) + c);
+    const bool live = upper ? live8 : live0;
+    tSrQRope(i) = live ? pair[0] : Element(0);
+    tSrQRope(i + 1) = live ? pair[1] : Element(0);
+  }
+}
+
+// The Q tile of request `req` (M tile `m_tile`, KV head `kv_head`) by TMA, one thread: its 512 latent
+// columns into q_smem (SmemLayoutQ) and, with kRope, its 64 RoPE columns into the 64 x 64 tile
+// rope_smem (SmemLayoutP); `ready` gets one arrival with the bytes. Rows past the request's packed
+// rows hold what q has there or what they held: their results are never stored.
+template <class Traits, bool kRope>
+CUTE_DEVICE void load_q_tma(const Params& p, const CUtensorMap* q_map, std::uint64_t* ready,
+                            typename Traits::Element* q_smem, typename Traits::Element* rope_smem, int req,
+                            int kv_head, int m_tile) {
+  const QBox box = q_box(p.heads_per_kv, p.s_q);
+  const int packed0 = m_tile * Traits::kBlockM;
+  const int head0 = packed0 % p.heads_per_kv, token0 = req * p.s_q + packed0 / p.heads_per_kv;
+  const auto hint = static_cast<std::uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);  // read once
+  constexpr int kChunks = Traits::kLatentChunks + (kRope ? 1 : 0);
+  cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(ready, box.heads * box.tokens * 128 * kChunks);
+  CUTE_UNROLL
+  for (int c = 0; c < Traits::kLatentChunks; ++c)
+    cute::SM90_TMA_LOAD_4D::copy(q_map, ready, hint, q_smem + c * Traits::kBlockM * Traits::kChunk, c * Traits::kChunk,
+                                 head0, kv_head, token0);
+  if constexpr (kRope)
+    cute::SM90_TMA_LOAD_4D::copy(q_map, ready, hint, rope_smem, Traits::kLatentChunks * Traits::kChunk, head0,
+                                 kv_head, token0);
+}
+
 // Loads the Q tile of a piece: its 512 latent columns into shared memory (16-byte cp.async by
 // `threads` threads from `thread`, padded rows zero-filled) and this thread's RoPE operand of the
-// RS wgmma (rows r0 and r0 + 8, 16 columns) straight into registers. Register i of that operand
-// holds row r0 + 8 * ((i >> 1) & 1), column col0 + (i & 1) + 8 * (i >> 2), like the accumulator
-// (host-tested). Returns with the cp.async writes complete and fenced for wgmma reads; the
-// caller's barrier makes them visible to the other threads.
+// RS wgmma into registers (load_rope_operand). Returns with the cp.async writes complete and fenced
+// for wgmma reads; the caller's barrier makes them visible to the other threads.
 template <class Traits, class FragRope>
 CUTE_DEVICE void load_q_tile(const Params& p, typename Traits::Element* q_smem, int req, int kv_head, int m_tile,
                              int thread, int threads, int r0, int col0, FragRope& tSrQRope) {
@@ -203,19 +246,7 @@ CUTE_DEVICE void load_q_tile(const Params& p, typename Traits::Element* q_smem, 
     for (within += row_step; within >= p.heads_per_kv; within -= p.heads_per_kv) ++s;
   }
   cp_async_fence();
-  const int packed0 = m_tile * kBlockM + r0;
-  const bool live0 = packed0 < p.rows_per_head, live8 = packed0 + 8 < p.rows_per_head;
-  const Element* rope0 = q_row<Element>(p, req, kv_head, live0 ? packed0 : 0) + Traits::kHeadDimV;
-  const Element* rope8 = q_row<Element>(p, req, kv_head, live8 ? packed0 + 8 : 0) + Traits::kHeadDimV;
-  CUTE_UNROLL
-  for (int i = 0; i < size(tSrQRope); i += 2) {  // column pairs: one 4-byte load
-    const int c = col0 + 8 * (i >> 2);
-    const bool upper = (i >> 1) & 1;
-    const auto pair = *reinterpret_cast<const cute::array<Element, 2>*>((upper ? rope8 : rope0) + c);
-    const bool live = upper ? live8 : live0;
-    tSrQRope(i) = live ? pair[0] : Element(0);
-    tSrQRope(i + 1) = live ? pair[1] : Element(0);
-  }
+  load_rope_operand<Traits>(p, req, kv_head, m_tile, r0, col0, tSrQRope);
   cp_async_wait<0>();
   cutlass::arch::fence_view_async_shared();  // cp.async writes, then wgmma reads
 }

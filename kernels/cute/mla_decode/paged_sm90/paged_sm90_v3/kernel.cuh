@@ -52,21 +52,11 @@ struct Kernel {
   }
 
   // Loads the Q tile of request `req` (this CTA's M tile and KV head): its 512 latent columns into
-  // smem.q, its 64 RoPE columns into P tile `p_buf`; one thread. Rows past the request's packed
-  // rows hold whatever they held or q has there: their results are never stored.
+  // smem.q, its 64 RoPE columns into P tile `p_buf`; one thread.
   CUTE_DEVICE static void load_q(const Params& p, const CUtensorMap* q_map, SharedStorage& smem, int req,
                                  int kv_head, int m_tile, int p_buf) {
-    const paged_sm90::QBox box = paged_sm90::q_box(p.heads_per_kv, p.s_q);
-    const int packed0 = m_tile * kBlockM;
-    const int head0 = packed0 % p.heads_per_kv, token0 = req * p.s_q + packed0 / p.heads_per_kv;
-    const auto hint = static_cast<std::uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);  // read once
-    FullBarrier::arrive_and_expect_tx(&smem.q_ready, box.heads * box.tokens * 128 * T::kNumChunks);
-    CUTE_UNROLL
-    for (int c = 0; c < T::kLatentChunks; ++c)
-      cute::SM90_TMA_LOAD_4D::copy(q_map, &smem.q_ready, hint, smem.q.data() + c * kBlockM * T::kChunk,
-                                   c * T::kChunk, head0, kv_head, token0);
-    cute::SM90_TMA_LOAD_4D::copy(q_map, &smem.q_ready, hint, smem.p[p_buf].data(),
-                                 T::kLatentChunks * T::kChunk, head0, kv_head, token0);
+    paged_sm90::load_q_tma<T, true>(p, q_map, &smem.q_ready, smem.q.data(), smem.p[p_buf].data(), req, kv_head,
+                                    m_tile);
   }
 
   // Warpgroup 1 (kWG = 1): S, softmax, P, O[:, 256:512]. Warpgroup 0: O[:, 0:256] and the loads.
