@@ -35,13 +35,6 @@ struct Kernel {
 
   CUTE_DEVICE static float base_of(float running_max) { return running_max == -INFINITY ? 0.f : running_max; }
 
-  // The request of the part's next piece after request `req` (a piece with pages), or -1.
-  CUTE_DEVICE static int next_piece_req(const Params& p, const PartInfo& part, int req) {
-    for (int r = req + 1; r <= part.end_req && r < p.b; ++r)
-      if (paged_sm90::piece_first(part, r) < paged_sm90::piece_end(p, part, r)) return r;
-    return -1;
-  }
-
   CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* q_map) {
     extern __shared__ __align__(1024) char smem_raw[];
     auto& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
@@ -413,14 +406,14 @@ struct Kernel {
       // Each warpgroup's first S: warpgroup 0 of page `first`, warpgroup 1 of `first + 1` if any. Under
       // it, the next piece and its first two pages (for the last pairs' refills).
       const auto find_next_piece = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
-        next_req = next_piece_req(p, part, req);
-        next_ids[0] = next_ids[1] = -1;
-        if (next_req >= 0) {
-          const int* next_table = p.block_table + static_cast<int64_t>(next_req) * p.max_blocks;
-          const int next_first = paged_sm90::piece_first(part, next_req);
-          next_ids[0] = next_table[next_first];
-          if (next_first + 1 < paged_sm90::piece_end(p, part, next_req)) next_ids[1] = next_table[next_first + 1];
-        }
+        // The cursor past this piece's last page, settled on the next piece with pages.
+        const paged_sm90::PartWalk<1> walk{p, part, min(part.end_req, p.b - 1)};
+        paged_sm90::PageCursor next{req, end};
+        walk.settle(next, 0);
+        const bool any = walk.valid(next);
+        next_req = any ? next.req : -1;
+        next_ids[0] = any ? walk.page_id(next) : -1;
+        next_ids[1] = any && next.blk + 1 < walk.end(next.req) ? walk.page_id({next.req, next.blk + 1}) : -1;
       };
       // (Issue and wait in one branch: split over two, ptxas serializes the wgmma.)
       if (kWG == 0 || first + 1 < end) {
