@@ -522,5 +522,66 @@ TEST(MlaDecodeConfigs, UntunedDefaultComesFirst) {
   EXPECT_EQ(first(v18, {{"b", "128"}, {"h", "32"}, {"kv-dtype", "fp8_token"}}), "fo8_mb1_evictnormal");
 }
 
+// v11 tunes its main kernel where a KV head has more than v8's 32 rows: every schedule config once
+// with v3's one S owner and once with paged_sm90_pairs/v3's pairs ("_pairs", params.main_kernel);
+// at <= 32 rows the pairs configs are refused with the reason (v8's kernel runs). The untuned
+// default takes the pairs, with pieces costed at 8 pages and the KV evicted first, where each SM
+// visits >= 192 pages at >= 128 rows.
+TEST(MlaDecodeConfigs, V11ChoosesItsMainKernelByConfig) {
+  DeviceInfo dev;  // an H200's limits, as far as configs() and validate() ask
+  dev.cc_major = 9;
+  dev.sm_count = 132;
+  dev.regs_per_sm = 65536;
+  dev.smem_per_block_optin = 232448;
+  const KernelPlan& v11 = Registry::instance().find("cute/mla_decode/paged_sm90/v11");
+  const auto problem = [](std::map<std::string, std::string> given) {
+    return make_problem(MlaDecodeProblem::family(), given);
+  };
+  const auto kernels = [&](const Problem& p) {
+    std::map<std::string, int> n;
+    for (const ConfigDesc& c : v11.configs(p, dev)) {
+      const std::string k = c.params.at("main_kernel").get<std::string>();
+      EXPECT_EQ(c.name.ends_with("_pairs"), k == "pairs") << c.name;
+      ++n[k];
+    }
+    return n;
+  };
+  const Problem h128 = problem({{"b", "128"}, {"h", "128"}, {"t", "16384"}});
+  const std::map<std::string, int> both = kernels(h128);
+  EXPECT_GT(both.at("owner"), 0);
+  EXPECT_EQ(both.at("pairs"), both.at("owner"));
+  const Problem h16 = problem({{"b", "128"}, {"h", "16"}, {"t", "4096"}});
+  for (const ConfigDesc& c : v11.configs(h16, dev)) {
+    const std::optional<std::string> why = v11.validate(h16, c, dev);
+    if (c.name.ends_with("_pairs")) {
+      ASSERT_TRUE(why.has_value()) << c.name;
+      EXPECT_THAT(*why, HasSubstr("its pairs main kernel serves no 16 query rows a KV head")) << c.name;
+    } else {
+      EXPECT_FALSE(why.has_value()) << c.name << ": " << *why;
+    }
+  }
+  for (const ConfigDesc& c : v11.configs(h128, dev))
+    EXPECT_FALSE(v11.validate(h128, c, dev).has_value()) << c.name;
+
+  const auto first = [&](std::map<std::string, std::string> given) {
+    const Problem p = problem(given);
+    for (const ConfigDesc& c : v11.configs(p, dev))
+      if (!v11.validate(p, c, dev)) return c.name;
+    return std::string("none");
+  };
+  EXPECT_EQ(first({{"b", "128"}, {"h", "128"}, {"t", "16384"}}), "fo8_mb1_evictfirst_p16_pairs");
+  EXPECT_EQ(first({{"b", "128"}, {"h", "128"}, {"t", "8192"}}), "fo8_mb1_evictfirst_p16_pairs");
+  // 124 pages an SM: v3's kernel
+  EXPECT_EQ(first({{"b", "128"}, {"h", "128"}, {"t", "4096"}}), "fo8_mb1_evictnormal_p16");
+  EXPECT_EQ(first({{"b", "1"}, {"h", "128"}, {"t", "4096"}}), "fo8_mb1_evictfirst_p16");
+  EXPECT_EQ(first({{"b", "128"}, {"h", "64"}, {"t", "16384"}}), "fo8_mb1_evictnormal");  // one M tile
+  EXPECT_EQ(
+      first({{"b", "128"}, {"s", "2"}, {"h", "128"}, {"t", "4096"}, {"causal", "true"}, {"varlen", "true"}}),
+      "fo8_mb1_evictfirst_p16_pairs");
+  EXPECT_EQ(first({{"b", "64"}, {"s", "4"}, {"h", "128"}, {"causal", "true"}, {"varlen", "true"}}),
+            "fo8_mb1_evictfirst_p16_tail_pairs");
+  EXPECT_EQ(first({{"b", "128"}, {"h", "16"}, {"t", "4096"}}), "fo8_mb1_evictnormal");
+}
+
 }  // namespace
 }  // namespace cutelab::mla

@@ -13,9 +13,16 @@
 //     static constexpr MlaArithmetic kArithmetic;  // optional: what it rounds to e4m3 (default none)
 //     static MlaArithmetic arithmetic_for_rows(int rows);  // optional, instead: by query rows a KV head
 //     static constexpr int kEvictFirstAboveRows;  // optional: the untuned default's evict-first rows
+//     // Optional: more than one main kernel, a tuning choice like the schedule's knobs. Their names
+//     // (the first one's left out of config names), main_kernel(DType, KvFormat, PartialFormat, int
+//     // rows, int kernel) with null where that kernel does not serve the rows, and the index the
+//     // untuned default takes for a problem (which may also set the schedule knobs that kernel wants).
+//     static constexpr std::array<const char*, N> kMainKernels;
+//     static int preferred_main_kernel(const MlaDecodeProblem&, const DeviceInfo&, TuneConfig&);
 //   };
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <functional>
 #include <memory>
@@ -56,14 +63,29 @@ namespace cutelab::mla::paged_sm90 {
   return c;
 }
 
+// How many main kernels a version tunes over (kMainKernels), 1 without a choice.
+template <class Version>
+[[nodiscard]] constexpr int main_kernel_count() {
+  if constexpr (requires { Version::kMainKernels; })
+    return static_cast<int>(Version::kMainKernels.size());
+  else
+    return 1;
+}
+
 // A version's main kernel for (dtype, KV format, partial rows); function null when not served. A
 // version that writes partial rows in out's dtype has main_kernel(DType, KvFormat, PartialFormat);
 // one whose kernel depends on the query rows a KV head (`rows` = s_q * h_q / h_kv, 0 where no
 // problem is known) has main_kernel_for_rows(DType, KvFormat, int), or both main_kernel(DType,
-// KvFormat, PartialFormat, int).
+// KvFormat, PartialFormat, int); one with a choice of main kernels (`kernel`, an index into
+// kMainKernels) main_kernel(DType, KvFormat, PartialFormat, int, int).
 template <class Version>
-[[nodiscard]] MainKernel main_kernel_for(DType dtype, KvFormat kv, PartialFormat partials, int rows = 0) {
-  if constexpr (requires { Version::main_kernel(dtype, kv, partials, rows); })
+[[nodiscard]] MainKernel main_kernel_for(DType dtype, KvFormat kv, PartialFormat partials, int rows = 0,
+                                         int kernel = 0) {
+  if constexpr (requires { Version::main_kernel(dtype, kv, partials, rows, kernel); })
+    return Version::main_kernel(dtype, kv, partials, rows, kernel);
+  else if (kernel != 0)
+    return {};
+  else if constexpr (requires { Version::main_kernel(dtype, kv, partials, rows); })
     return Version::main_kernel(dtype, kv, partials, rows);
   else if constexpr (requires { Version::main_kernel(dtype, kv, partials); })
     return Version::main_kernel(dtype, kv, partials);
@@ -80,37 +102,65 @@ template <class Version>
 template <class Version>
 struct PlanConfig {
   TuneConfig tune;
+  int kernel = 0;  // which of the version's main kernels (kMainKernels); 0 without a choice
 
-  [[nodiscard]] std::string name() const { return tune.name(); }
+  [[nodiscard]] static std::string kernel_name(int k) {
+    if constexpr (main_kernel_count<Version>() > 1)
+      return Version::kMainKernels[static_cast<std::size_t>(k)];
+    else
+      return "";
+  }
+  [[nodiscard]] std::string name() const {
+    return kernel == 0 ? tune.name() : concat(tune.name(), "_", kernel_name(kernel));
+  }
   // The inverse of to_json (a ConfigDesc's params).
   [[nodiscard]] static PlanConfig from_json(const nlohmann::json& j) {
     // "partials" is absent from configs written before it existed: fp32, what they ran.
     const std::string partials = j.value("partials", std::string("fp32"));
     if (partials != "fp32" && partials != "out_dtype")
       throw UsageError(concat("partials \"", partials, "\": expected \"fp32\" or \"out_dtype\""));
+    int kernel = 0;
+    if constexpr (main_kernel_count<Version>() > 1) {
+      const std::string name = j.value("main_kernel", kernel_name(0));
+      while (kernel < main_kernel_count<Version>() && kernel_name(kernel) != name) ++kernel;
+      if (kernel == main_kernel_count<Version>()) {
+        std::string names;
+        for (int k = 0; k < main_kernel_count<Version>(); ++k)
+          names += concat(k ? ", " : "", "\"", kernel_name(k), "\"");
+        throw UsageError(concat("main_kernel \"", name, "\": expected one of ", names));
+      }
+    }
     // "tail_parts" likewise (false: full rows of parts only).
     return PlanConfig{TuneConfig{j.at("fixed_overhead_blocks").get<int>(), j.at("kv_evict_first").get<bool>(),
                                  j.at("min_blocks_per_part").get<int>(),
                                  partials == "out_dtype" ? PartialFormat::out_dtype : PartialFormat::fp32,
-                                 j.value("tail_parts", false)}};
+                                 j.value("tail_parts", false)},
+                      kernel};
   }
   [[nodiscard]] nlohmann::json to_json() const {
-    return {{"fixed_overhead_blocks", tune.fixed_overhead_blocks},
-            {"kv_evict_first", tune.kv_evict_first},
-            {"min_blocks_per_part", tune.min_blocks_per_part},
-            {"partials", partial_format_name(tune.partials)},
-            {"tail_parts", tune.tail_parts},
-            {"block_m", kBlockM},
-            {"threads", Version::kThreads},
-            {"stages", Version::kStages}};
+    nlohmann::json j = {{"fixed_overhead_blocks", tune.fixed_overhead_blocks},
+                        {"kv_evict_first", tune.kv_evict_first},
+                        {"min_blocks_per_part", tune.min_blocks_per_part},
+                        {"partials", partial_format_name(tune.partials)},
+                        {"tail_parts", tune.tail_parts},
+                        {"block_m", kBlockM},
+                        {"threads", Version::kThreads},
+                        {"stages", Version::kStages}};
+    if constexpr (main_kernel_count<Version>() > 1) j["main_kernel"] = kernel_name(kernel);
+    return j;
   }
   [[nodiscard]] std::optional<std::string> validate(const MlaDecodeProblem& p, const DeviceInfo& dev) const {
     if (p.dtype != DType::bf16 && p.dtype != DType::f16)
       return concat("dtype ", dtype_name(p.dtype), " is not supported (bf16, f16)");
     if (main_kernel_for<Version>(p.dtype, p.kv_format, PartialFormat::fp32).function == nullptr)
       return concat("reads no ", kv_format_name(p.kv_format), " KV cache with ", dtype_name(p.dtype), " q");
-    const MainKernel main =
-        main_kernel_for<Version>(p.dtype, p.kv_format, tune.partials, rows_per_kv_head(p.s_q, p.h_q, p.h_kv));
+    const int rows = rows_per_kv_head(p.s_q, p.h_q, p.h_kv);
+    if (kernel != 0 &&
+        main_kernel_for<Version>(p.dtype, p.kv_format, PartialFormat::fp32, rows, kernel).function == nullptr)
+      return concat("its ", kernel_name(kernel), " main kernel serves no ", rows,
+                    " query rows a KV head with ", dtype_name(p.dtype), " q and a ",
+                    kv_format_name(p.kv_format), " cache");
+    const MainKernel main = main_kernel_for<Version>(p.dtype, p.kv_format, tune.partials, rows, kernel);
     if (main.function == nullptr)
       return concat("writes no partial rows in out's dtype (partials ", partial_format_name(tune.partials),
                     ")");
@@ -118,11 +168,14 @@ struct PlanConfig {
       if (std::optional<std::string> why = q_tile_refusal(p.h_q / p.h_kv, p.s_q)) return why;
     const std::size_t smem = main.shared_bytes;
     if (smem > dev.smem_per_block_optin)
-      return concat("needs ", smem, " B of shared memory per block, the device allows ", dev.smem_per_block_optin);
+      return concat("needs ", smem, " B of shared memory per block, the device allows ",
+                    dev.smem_per_block_optin);
     if (Version::kRegistersPerSm > dev.regs_per_sm)
-      return concat("needs ", Version::kRegistersPerSm, " registers per SM, the device has ", dev.regs_per_sm);
+      return concat("needs ", Version::kRegistersPerSm, " registers per SM, the device has ",
+                    dev.regs_per_sm);
     if (dev.sm_count < 1) return std::string("device reports no SMs");
-    if (tune.fixed_overhead_blocks < 0) return concat("fixed_overhead_blocks ", tune.fixed_overhead_blocks, " < 0");
+    if (tune.fixed_overhead_blocks < 0)
+      return concat("fixed_overhead_blocks ", tune.fixed_overhead_blocks, " < 0");
     if (tune.min_blocks_per_part < 1) return concat("min_blocks_per_part ", tune.min_blocks_per_part, " < 1");
     return std::nullopt;
   }
@@ -164,11 +217,11 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
     dims.h_kv = shape.h_kv;
     dims.dtype = shape.dtype;
     const KvFormat kv = shape.cache_format();
-    const TuneConfig tune = Config::from_json(config.params).tune;
+    const Config c = Config::from_json(config.params);
     return std::make_unique<RunnerDecoder>(
-        Runner(dims, dev, tune,
-               main_kernel_for<Version>(shape.dtype, kv, tune.partials,
-                                        rows_per_kv_head(shape.s_q, shape.h_q, shape.h_kv))));
+        Runner(dims, dev, c.tune,
+               main_kernel_for<Version>(shape.dtype, kv, c.tune.partials,
+                                        rows_per_kv_head(shape.s_q, shape.h_q, shape.h_kv), c.kernel)));
   }
 
  protected:
@@ -179,29 +232,36 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
     const bool spare_sms =
         p.h_kv > 0 && p.h_q % p.h_kv == 0 && dev.sm_count > 0 &&
         part_grid(p.h_kv * m_tiles_of(p.s_q, p.h_q, p.h_kv), dev.sm_count, true).tail_waves > 0;
-    for (PartialFormat partials : {PartialFormat::fp32, PartialFormat::out_dtype}) {
-      // fp32 rows always (validate() names what a version cannot run); 16-bit rows where a main
-      // kernel writes them.
-      if (partials == PartialFormat::out_dtype &&
-          main_kernel_for<Version>(p.dtype, p.kv_format, partials).function == nullptr)
-        continue;
-      for (bool evict_first : {true, false})
-        for (int fixed : {2, 8})
-          for (int min_blocks : Version::kMinBlocksPerPart)
-            for (bool tail : {false, true})
-              if (!tail || spare_sms)
-                configs.push_back(Config{TuneConfig{fixed, evict_first, min_blocks, partials, tail}});
+    // Each main kernel's (validate() names what one cannot run, e.g. rows a kernel does not serve).
+    for (int kernel = 0; kernel < main_kernel_count<Version>(); ++kernel) {
+      for (PartialFormat partials : {PartialFormat::fp32, PartialFormat::out_dtype}) {
+        // fp32 rows always; 16-bit rows where a main kernel writes them.
+        if (partials == PartialFormat::out_dtype &&
+            main_kernel_for<Version>(p.dtype, p.kv_format, partials, 0, kernel).function == nullptr)
+          continue;
+        for (bool evict_first : {true, false})
+          for (int fixed : {2, 8})
+            for (int min_blocks : Version::kMinBlocksPerPart)
+              for (bool tail : {false, true})
+                if (!tail || spare_sms)
+                  configs.push_back(
+                      Config{TuneConfig{fixed, evict_first, min_blocks, partials, tail}, kernel});
+      }
     }
     // A call without a tuning-cache entry takes the first valid config: the untuned default first.
     int evict_first_above_rows = INT_MAX;
     if constexpr (requires { Version::kEvictFirstAboveRows; })
       evict_first_above_rows = Version::kEvictFirstAboveRows;
-    const TuneConfig preferred = untuned_default(
+    TuneConfig preferred = untuned_default(
         p, spare_sms,
         main_kernel_for<Version>(p.dtype, p.kv_format, PartialFormat::out_dtype).function != nullptr,
         evict_first_above_rows);
-    std::stable_partition(configs.begin(), configs.end(),
-                          [&](const Config& c) { return c.tune == preferred; });
+    int preferred_kernel = 0;
+    if constexpr (requires { Version::preferred_main_kernel(p, dev, preferred); })
+      preferred_kernel = Version::preferred_main_kernel(p, dev, preferred);
+    std::stable_partition(configs.begin(), configs.end(), [&](const Config& c) {
+      return c.tune == preferred && c.kernel == preferred_kernel;
+    });
     return configs;
   }
 
@@ -215,7 +275,7 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
     auto runner = std::make_shared<const Runner>(
         dims, dev, c.tune,
         main_kernel_for<Version>(dims.dtype, dims.kv_format, c.tune.partials,
-                                 rows_per_kv_head(dims.s_q, dims.h_q, dims.h_kv)));
+                                 rows_per_kv_head(dims.s_q, dims.h_q, dims.h_kv), c.kernel));
     std::shared_ptr<StepPlan> step = runner->make_step_plan();
     const TensorView seqlens = ws.seqlens.view();
     runner->plan_step(*step, seqlens, nullptr);
