@@ -23,8 +23,8 @@ from cutelab.compat import flash_mla  # noqa: E402
 pytestmark = pytest.mark.gpu
 DB = os.environ.get("CUTELAB_DEVICE_DB", "")
 KERNELS = ["cute/mla_decode/paged_sm90_pairs/v3", "cute/mla_decode/paged_sm90_pairs/v2",
-           "cute/mla_decode/paged_sm90/v11", "cute/mla_decode/paged_sm90/v8", "cute/mla_decode/paged_sm90/v3", "cute/mla_decode/paged_sm90/v2",
-           "cute/mla_decode/paged_sm90/v1"]
+           "cute/mla_decode/paged_sm90/v11", "cute/mla_decode/paged_sm90/v8", "cute/mla_decode/paged_sm90/v3",
+           "cute/mla_decode/paged_sm90/v2", "cute/mla_decode/paged_sm90/v1"]
 TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
@@ -151,6 +151,12 @@ def test_v11_main_kernel_chosen_by_config_through_the_decoder(config, c):
     torch.cuda.synchronize()
     assert torch.equal(bits(out), bits(t["out"]))
     assert torch.equal(bits(lse), bits(t["lse"]))
+    # ... and it is the kernel its name says: the pair kernel's or v3's output, bit for bit.
+    own = ("cute/mla_decode/paged_sm90_pairs/v3", config[:-len("_pairs")]) if config.endswith("_pairs") \
+        else ("cute/mla_decode/paged_sm90/v3", config)
+    ref = cutelab._C.cpp_case(kernel=own[0], config=own[1], s_q=s_q, h_q=h_q, h_kv=h_kv, lens=lens, causal=causal,
+                              dtype=dtype, kv_format="", seed=7, device=0, db_path=DB)
+    assert torch.equal(bits(out), bits(torch.from_dlpack(ref["out"])))
 
 
 @pytest.mark.parametrize("c", MATRIX, ids=matrix_id)

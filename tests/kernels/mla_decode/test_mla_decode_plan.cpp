@@ -581,6 +581,31 @@ TEST(MlaDecodeConfigs, V11ChoosesItsMainKernelByConfig) {
   EXPECT_EQ(first({{"b", "64"}, {"s", "4"}, {"h", "128"}, {"causal", "true"}, {"varlen", "true"}}),
             "fo8_mb1_evictfirst_p16_tail_pairs");
   EXPECT_EQ(first({{"b", "128"}, {"h", "16"}, {"t", "4096"}}), "fo8_mb1_evictnormal");
+  // Two KV heads: 64 rows each, below the pairs' rows; f16: v3's kernel by default (the pairs were
+  // measured on bf16), its pairs refused at <= 32 rows like bf16's.
+  EXPECT_EQ(first({{"b", "128"}, {"h", "128"}, {"hkv", "2"}, {"t", "16384"}}).ends_with("_pairs"), false);
+  EXPECT_EQ(first({{"b", "128"}, {"h", "128"}, {"t", "16384"}, {"dtype", "f16"}}).ends_with("_pairs"), false);
+  const Problem f16_h16 = problem({{"b", "8"}, {"h", "16"}, {"t", "4096"}, {"dtype", "f16"}});
+  for (const ConfigDesc& c : v11.configs(f16_h16, dev))
+    if (c.name.ends_with("_pairs")) {
+      const std::optional<std::string> why = v11.validate(f16_h16, c, dev);
+      ASSERT_TRUE(why.has_value()) << c.name;
+      EXPECT_THAT(*why, HasSubstr("serves no 16 query rows a KV head with f16 q")) << c.name;
+    }
+  // An FP8 cache: neither kernel reads it, every config refused with the reason.
+  const Problem fp8 = problem({{"b", "128"}, {"h", "128"}, {"t", "16384"}, {"kv-dtype", "fp8_tensor"}});
+  for (const ConfigDesc& c : v11.configs(fp8, dev)) {
+    const std::optional<std::string> why = v11.validate(fp8, c, dev);
+    ASSERT_TRUE(why.has_value()) << c.name;
+    EXPECT_THAT(*why, HasSubstr("reads no fp8_tensor KV cache")) << c.name;
+  }
+  // The versions with one main kernel keep their configs' params as before (no main_kernel).
+  for (const char* id : {"cute/mla_decode/paged_sm90/v8", "cute/mla_decode/paged_sm90/v3",
+                         "cute/mla_decode/paged_sm90_pairs/v3"})
+    for (const ConfigDesc& c : Registry::instance().find(id).configs(h128, dev)) {
+      EXPECT_FALSE(c.params.contains("main_kernel")) << id << " " << c.name;
+      EXPECT_FALSE(c.name.ends_with("_pairs")) << id << " " << c.name;
+    }
 }
 
 }  // namespace

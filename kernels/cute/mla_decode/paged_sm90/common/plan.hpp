@@ -102,16 +102,16 @@ template <class Version>
 template <class Version>
 struct PlanConfig {
   TuneConfig tune;
-  int kernel = 0;  // which of the version's main kernels (kMainKernels); 0 without a choice
+  int main_kernel = 0;  // which of the version's main kernels (kMainKernels); 0 without a choice
 
-  [[nodiscard]] static std::string kernel_name(int k) {
+  [[nodiscard]] static std::string main_kernel_name(int k) {
     if constexpr (main_kernel_count<Version>() > 1)
       return Version::kMainKernels[static_cast<std::size_t>(k)];
     else
       return "";
   }
   [[nodiscard]] std::string name() const {
-    return kernel == 0 ? tune.name() : concat(tune.name(), "_", kernel_name(kernel));
+    return main_kernel == 0 ? tune.name() : concat(tune.name(), "_", main_kernel_name(main_kernel));
   }
   // The inverse of to_json (a ConfigDesc's params).
   [[nodiscard]] static PlanConfig from_json(const nlohmann::json& j) {
@@ -121,12 +121,12 @@ struct PlanConfig {
       throw UsageError(concat("partials \"", partials, "\": expected \"fp32\" or \"out_dtype\""));
     int kernel = 0;
     if constexpr (main_kernel_count<Version>() > 1) {
-      const std::string name = j.value("main_kernel", kernel_name(0));
-      while (kernel < main_kernel_count<Version>() && kernel_name(kernel) != name) ++kernel;
+      const std::string name = j.value("main_kernel", main_kernel_name(0));
+      while (kernel < main_kernel_count<Version>() && main_kernel_name(kernel) != name) ++kernel;
       if (kernel == main_kernel_count<Version>()) {
         std::string names;
         for (int k = 0; k < main_kernel_count<Version>(); ++k)
-          names += concat(k ? ", " : "", "\"", kernel_name(k), "\"");
+          names += concat(k ? ", " : "", "\"", main_kernel_name(k), "\"");
         throw UsageError(concat("main_kernel \"", name, "\": expected one of ", names));
       }
     }
@@ -146,7 +146,7 @@ struct PlanConfig {
                         {"block_m", kBlockM},
                         {"threads", Version::kThreads},
                         {"stages", Version::kStages}};
-    if constexpr (main_kernel_count<Version>() > 1) j["main_kernel"] = kernel_name(kernel);
+    if constexpr (main_kernel_count<Version>() > 1) j["main_kernel"] = main_kernel_name(main_kernel);
     return j;
   }
   [[nodiscard]] std::optional<std::string> validate(const MlaDecodeProblem& p, const DeviceInfo& dev) const {
@@ -155,12 +155,13 @@ struct PlanConfig {
     if (main_kernel_for<Version>(p.dtype, p.kv_format, PartialFormat::fp32).function == nullptr)
       return concat("reads no ", kv_format_name(p.kv_format), " KV cache with ", dtype_name(p.dtype), " q");
     const int rows = rows_per_kv_head(p.s_q, p.h_q, p.h_kv);
-    if (kernel != 0 &&
-        main_kernel_for<Version>(p.dtype, p.kv_format, PartialFormat::fp32, rows, kernel).function == nullptr)
-      return concat("its ", kernel_name(kernel), " main kernel serves no ", rows,
+    if (main_kernel != 0 &&
+        main_kernel_for<Version>(p.dtype, p.kv_format, PartialFormat::fp32, rows, main_kernel).function ==
+            nullptr)
+      return concat("its ", main_kernel_name(main_kernel), " main kernel serves no ", rows,
                     " query rows a KV head with ", dtype_name(p.dtype), " q and a ",
                     kv_format_name(p.kv_format), " cache");
-    const MainKernel main = main_kernel_for<Version>(p.dtype, p.kv_format, tune.partials, rows, kernel);
+    const MainKernel main = main_kernel_for<Version>(p.dtype, p.kv_format, tune.partials, rows, main_kernel);
     if (main.function == nullptr)
       return concat("writes no partial rows in out's dtype (partials ", partial_format_name(tune.partials),
                     ")");
@@ -221,7 +222,7 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
     return std::make_unique<RunnerDecoder>(
         Runner(dims, dev, c.tune,
                main_kernel_for<Version>(shape.dtype, kv, c.tune.partials,
-                                        rows_per_kv_head(shape.s_q, shape.h_q, shape.h_kv), c.kernel)));
+                                        rows_per_kv_head(shape.s_q, shape.h_q, shape.h_kv), c.main_kernel)));
   }
 
  protected:
@@ -260,7 +261,7 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
     if constexpr (requires { Version::preferred_main_kernel(p, dev, preferred); })
       preferred_kernel = Version::preferred_main_kernel(p, dev, preferred);
     std::stable_partition(configs.begin(), configs.end(), [&](const Config& c) {
-      return c.tune == preferred && c.kernel == preferred_kernel;
+      return c.tune == preferred && c.main_kernel == preferred_kernel;
     });
     return configs;
   }
@@ -275,7 +276,7 @@ class VersionPlan final : public MlaDecodePlanBase<PlanConfig<Version>>, public 
     auto runner = std::make_shared<const Runner>(
         dims, dev, c.tune,
         main_kernel_for<Version>(dims.dtype, dims.kv_format, c.tune.partials,
-                                 rows_per_kv_head(dims.s_q, dims.h_q, dims.h_kv), c.kernel));
+                                 rows_per_kv_head(dims.s_q, dims.h_q, dims.h_kv), c.main_kernel));
     std::shared_ptr<StepPlan> step = runner->make_step_plan();
     const TensorView seqlens = ws.seqlens.view();
     runner->plan_step(*step, seqlens, nullptr);
