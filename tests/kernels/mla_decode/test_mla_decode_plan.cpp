@@ -525,8 +525,8 @@ TEST(MlaDecodeConfigs, UntunedDefaultComesFirst) {
 // v11 tunes its main kernel where a KV head has more than v8's 32 rows: every schedule config once
 // with v3's one S owner and once with paged_sm90_pairs/v3's pairs ("_pairs", params.main_kernel);
 // at <= 32 rows the pairs configs are refused with the reason (v8's kernel runs). The untuned
-// default takes the pairs, with pieces costed at 8 pages and the KV evicted first, where each SM
-// visits >= 192 pages at >= 128 rows.
+// default takes the pairs, with pieces costed at 8 pages and the KV evicted first, for bf16 where
+// each SM visits >= 192 pages at >= 128 rows.
 TEST(MlaDecodeConfigs, V11ChoosesItsMainKernelByConfig) {
   DeviceInfo dev;  // an H200's limits, as far as configs() and validate() ask
   dev.cc_major = 9;
