@@ -9,6 +9,7 @@
 #include "cute/mla_decode/paged_sm90/paged_sm90_v3/config.hpp"
 #include "cute/mla_decode/paged_sm90/paged_sm90_v8/api.hpp"
 #include "cute/mla_decode/paged_sm90_pairs/paged_sm90_pairs_v3/api.hpp"
+#include "cutelab/core/error.hpp"
 #include "cutelab/core/math.hpp"
 #include "cutelab/runtime/registry.hpp"
 
@@ -37,9 +38,11 @@ int default_main_kernel(const MlaDecodeProblem& p, const DeviceInfo& dev) {
 struct Version {
   static KernelId id() { return {"cute", "mla_decode", "paged_sm90", "v11"}; }
   static std::string summary() {
-    return "v8 (S^T = K Q^T up to 32 query rows a KV head, v3's one S owner above), and above 32 rows "
-           "paged_sm90_pairs/v3's pair kernel as a tuning choice (the untuned default with bf16 where "
-           "each SM visits >= 192 pages at >= 128 rows); split-KV on the GPU";
+    return concat(
+        "v8 (S^T = K Q^T up to 32 query rows a KV head, v3's one S owner above), and above 32 rows "
+        "paged_sm90_pairs/v3's pair kernel as a tuning choice (the untuned default with bf16 where "
+        "each SM visits >= ",
+        kPairsFromPagesPerSm, " pages at >= ", kPairsFromRows, " rows); split-KV on the GPU");
   }
   static constexpr std::array<const char*, 2> kMainKernels{"owner", "pairs"};
 
