@@ -181,6 +181,43 @@ Ceilings measure_ceilings(const DeviceInfo& dev, const ProgressFn& progress) {
   return c;
 }
 
+nlohmann::json ReadFloor::to_json() const {
+  nlohmann::json j = {{"bytes", bytes}};
+  j["timing"] = stats ? stats->to_json() : nlohmann::json(nullptr);
+  if (!skipped.empty()) j["skipped"] = skipped;
+  return j;
+}
+
+ReadFloor measure_read_floor(double bytes, const DeviceInfo& dev, const TimingOptions& options, cudaStream_t stream) {
+  CUTELAB_REQUIRE(bytes >= 16, "read floor: ", bytes, " bytes, expected at least 16");
+  ReadFloor f;
+  // The read kernel takes whole 16-byte vectors: at most 15 bytes fewer than the case's.
+  const std::size_t read = static_cast<std::size_t>(bytes) / 16 * 16;
+  f.bytes = static_cast<double>(read);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUTELAB_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  try {
+    DeviceBuffer src(read), sum(sizeof(unsigned long long));
+    // Written once: untouched allocations may read faster than data does.
+    fill_constant(flat_view(src.data(), DType::u8, read), 1.0, stream);
+    const int grid = std::max(1, dev.sm_count * std::max(1, dev.max_threads_per_sm / detail::kCeilingBlock));
+    f.stats = time_launch(
+        [&](cudaStream_t s) {
+          detail::launch_read_ceiling(src.data(), read, static_cast<unsigned long long*>(sum.data()), grid, s);
+        },
+        dev, options, stream);
+  } catch (const CudaError& e) {
+    if (e.sticky()) throw;
+    (void)cudaGetLastError();
+    f.stats.reset();
+    f.skipped = e.code() == cudaErrorMemoryAllocation
+                    ? concat("a second copy of the case's ", read / kMiB, " MiB does not fit (", free_bytes / kMiB,
+                             " MiB free)")
+                    : concat("the read failed: ", e.message());
+  }
+  return f;
+}
+
 std::optional<Ceilings> load_cached_ceilings(const DeviceInfo& dev, const std::string& cache_dir) {
   const std::string path = cache_dir + "/ceilings.json";
   try {

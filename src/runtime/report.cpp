@@ -238,6 +238,15 @@ void render_numbers(std::ostringstream& o, const RunResult& r) {
   } else {
     o << "measured ceilings: none (run `cutelab device --ceilings`)\n";
   }
+  if (r.read_floor) {
+    const ReadFloor& f = *r.read_floor;
+    if (const std::optional<double> x = r.over_read_floor())
+      o << "read floor:        " << format_us(f.stats->median_us) << " µs to read the case's "
+        << format_bytes(f.bytes) << " once, timed the same way; " << primary_label(r) << " "
+        << format_fixed(*x, 3) << "x it\n";
+    else
+      o << "read floor:        not measured: " << (f.skipped.empty() ? "no flush figure" : f.skipped) << "\n";
+  }
   const DeviceInfo& d = r.device;
   if (d.peak_bandwidth_gbs > 0 || d.peak_bf16_tflops > 0)
     o << "datasheet peaks:   " << share(gbs, d.peak_bandwidth_gbs) << " of "
@@ -454,6 +463,8 @@ std::string render_suite(const std::vector<RunResult>& runs, const std::vector<R
                                      [](const RunResult& r) { return r.timing_with_setup.has_value(); });
   const bool any_clocks =
       std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.clocks.available; });
+  const bool any_floor =
+      std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.read_floor.has_value(); });
   bool rates_on_rotating = false;
   bool unmatched_anchor = false;  // an anchor whose kind of figure the row did not take
 
@@ -476,6 +487,10 @@ std::string render_suite(const std::vector<RunResult>& runs, const std::vector<R
   t.add_column("% copy");
   t.add_column("% read");
   t.add_column("% GEMM");
+  if (any_floor) {
+    t.add_column("floor µs");
+    t.add_column("x floor");
+  }
   if (any_anchor) {
     t.add_column("anchor µs");
     t.add_column("speedup");
@@ -545,6 +560,13 @@ std::string render_suite(const std::vector<RunResult>& runs, const std::vector<R
     } else {
       row.insert(row.end(), 5, "-");
     }
+    if (any_floor) {
+      const ReadFloor* f = r.read_floor ? &*r.read_floor : nullptr;
+      row.push_back(f && f->stats ? format_us(f->stats->median_us) : f ? "skip" : "-");
+      const std::optional<double> x = r.over_read_floor();
+      row.push_back(x ? format_fixed(*x, 3) + "x" : "-");
+      if (f && !f->stats && !f->skipped.empty()) notes.push_back("#" + index + " read floor not measured: " + f->skipped);
+    }
     // Each anchor against our figure of its kind only.
     const auto anchor_cells = [&](bool rotating, std::map<std::string, Ratios>& ratios) {
       const Anchor* a = anchor_of(i, rotating);
@@ -580,6 +602,10 @@ std::string render_suite(const std::vector<RunResult>& runs, const std::vector<R
         "rotating µs: K calls on K input sets in one CUDA graph, time / K, no L2 flush (launch cost inside "
         "the graph, data cold)\n";
   if (rates_on_rotating) out += "rows without a median µs: GB/s, TFLOP/s and shares on the rotating time\n";
+  if (any_floor)
+    out +=
+        "floor µs: a plain read of the row's bytes (the cost model's), timed as its median µs is (launch, "
+        "L2 flush write-backs and ramp included); x floor = median µs / floor µs\n";
   if (any_energy)
     out +=
         "J/call: the board's energy (NVML's counter) over the rotating figure's sampling loop, a call "

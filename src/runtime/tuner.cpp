@@ -405,6 +405,16 @@ struct Session {
       }
       say(concat(head, " ... ", us(r.timing->median_us)));
     }
+    // Outside the measure range (--prof=ncu profiles that one), right after the figure it stands beside.
+    if (options.read_floor && r.timing) {
+      if (r.cost.bytes >= 16) {
+        NvtxRange range("cutelab/read_floor");
+        say(concat("reading the case's ", format_bytes(r.cost.bytes), " the same way (read floor) ..."));
+        r.read_floor = measure_read_floor(r.cost.bytes, dev, options.timing, stream);
+      } else {
+        r.read_floor = ReadFloor{r.cost.bytes, std::nullopt, "the cost model counts no bytes for this case"};
+      }
+    }
     if (times_rotating(options.timing_mode)) {
       NvtxRange range("cutelab/rotating/" + r.kernel);
       say(head + " (rotating) ...");
@@ -678,6 +688,7 @@ nlohmann::json metrics(const RunResult& r) {
     if (r.ceilings->read_gbs > 0) m["read_fraction"] = gbs / r.ceilings->read_gbs;
     if (r.ceilings->gemm_bf16_tflops > 0) m["gemm_fraction"] = tflops / r.ceilings->gemm_bf16_tflops;
   }
+  if (const std::optional<double> x = r.over_read_floor()) m["over_read_floor"] = *x;
   return m;
 }
 
@@ -696,6 +707,11 @@ nlohmann::json ConfigOutcome::to_json() const {
     for (const CheckResult& c : checks_reusing_setup) j["checks_reusing_setup"].push_back(c.to_json());
   }
   return j;
+}
+
+std::optional<double> RunResult::over_read_floor() const noexcept {
+  if (!timing || !read_floor || !read_floor->stats || read_floor->stats->median_us <= 0) return std::nullopt;
+  return timing->median_us / read_floor->stats->median_us;
 }
 
 const TimingStats* RunResult::rate_timing() const noexcept {
@@ -727,6 +743,7 @@ nlohmann::json RunResult::to_json() const {
   j["timing"] = timing ? timing->to_json(true) : nlohmann::json(nullptr);
   j["timing_with_setup"] = timing_with_setup ? timing_with_setup->to_json(true) : nlohmann::json(nullptr);
   j["rotating"] = rotating ? rotating->to_json(true) : nlohmann::json(nullptr);
+  j["read_floor"] = read_floor ? read_floor->to_json() : nlohmann::json(nullptr);
   j["metrics"] = metrics(*this);
   j["ceilings"] = ceilings ? ceilings->to_json() : nlohmann::json(nullptr);
   j["tuning"] = nlohmann::json::array();

@@ -282,6 +282,36 @@ TEST(Cli, RunAcceptsEveryTimingMode) {
   }
 }
 
+// The read floor stands beside the flush figure: asked for without one, or with nothing measured, it
+// is a usage error before any device is opened.
+TEST(Cli, ReadFloorNeedsTheFlushFigure) {
+  MeasureArgs m;
+  EXPECT_FALSE(run_options(m).read_floor);
+  m.floor = true;
+  EXPECT_TRUE(run_options(m).read_floor);
+  m.timing = "both";
+  EXPECT_TRUE(run_options(m).read_floor);
+  m.timing = "rotating";
+  EXPECT_THROW((void)run_options(m), UsageError);
+  m.timing = "flush";
+  m.measure = false;
+  EXPECT_THROW((void)run_options(m), UsageError);
+
+  const CliRun rotating = cli({"run", "testfam", "--floor", "--timing=rotating"});
+  EXPECT_EQ(rotating.status, kExitUsage) << rotating.err;
+  EXPECT_CONTAINS(rotating.err, "--floor");
+  const CliRun unmeasured = cli({"run", "testfam", "--floor", "--no-measure"});
+  EXPECT_EQ(unmeasured.status, kExitUsage) << unmeasured.err;
+  const std::string path = temp_path("suite-floor.json");
+  std::ofstream(path) << R"({"name": "x", "kernels": ["testfam"], "cases": [{"problem": {"n": 64}}]})";
+  const CliRun suite = cli({"suite", path, "--floor", "--timing", "rotating"});
+  EXPECT_EQ(suite.status, kExitUsage) << suite.err;
+  EXPECT_CONTAINS(suite.err, "--floor");
+  std::filesystem::remove(path);
+  expect_stops_at_device(cli({"run", "testfam", "--floor"}));
+  EXPECT_CONTAINS(cli({"run", "testfam", "--help"}).out, "--floor");
+}
+
 TEST(Cli, RunAcceptsBooleanSpellings) {
   expect_stops_at_device(cli({"run", "testfam", "--no-flag", "--no-check"}));
   expect_stops_at_device(cli({"run", "testfam", "--flag=false"}));

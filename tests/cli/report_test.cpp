@@ -395,6 +395,42 @@ TEST(RenderSuite, AddsRotatingAndSetupColumnsOnlyWhenPresent) {
   EXPECT_EQ(plain.find("with setup"), std::string::npos) << plain;
 }
 
+// The read floor: a line in the run report, two columns in a suite when some row has it, the reason
+// where it was skipped, and the ratio in the JSON metrics.
+TEST(RenderRun, ReadFloorLineColumnsAndWhyNot) {
+  RunResult r = sample_run(200.0, true);
+  ReadFloor f;
+  f.bytes = r.cost.bytes;
+  TimingStats fs;
+  fs.median_us = 160.0;
+  fs.n = 40;
+  f.stats = fs;
+  r.read_floor = f;
+  ASSERT_TRUE(r.over_read_floor());
+  EXPECT_DOUBLE_EQ(*r.over_read_floor(), 1.25);
+  const std::string text = render_run(r);
+  EXPECT_NE(text.find("read floor:        160.0 µs to read the case's 512.00 MiB once, timed the same way; "
+                      "L2 flushed 1.250x it"),
+            std::string::npos)
+      << text;
+  EXPECT_DOUBLE_EQ(r.to_json().at("metrics").at("over_read_floor").get<double>(), 1.25);
+  EXPECT_EQ(render_run(sample_run(200.0, true)).find("read floor"), std::string::npos);
+
+  RunResult skipped = sample_run(100.0, true);
+  skipped.problem = Problem("rmsnorm", {{"rows", std::int64_t{4096}}, {"cols", std::int64_t{8192}}});
+  skipped.read_floor = ReadFloor{skipped.cost.bytes, std::nullopt, "a second copy of the case's 512 MiB does not fit"};
+  EXPECT_FALSE(skipped.over_read_floor());
+  EXPECT_NE(render_run(skipped).find("read floor:        not measured: a second copy"), std::string::npos);
+  const std::string suite = render_suite({r, skipped, sample_run(50.0, true)});
+  EXPECT_EQ(cell_under(suite, "floor µs", "1 "), "160.0") << suite;
+  EXPECT_EQ(cell_under(suite, "x floor", "1 "), "1.250x") << suite;
+  EXPECT_EQ(cell_under(suite, "floor µs", "2 "), "skip") << suite;
+  EXPECT_EQ(cell_under(suite, "x floor", "3 "), "-") << suite;
+  EXPECT_NE(suite.find("#2 read floor not measured: a second copy"), std::string::npos) << suite;
+  EXPECT_NE(suite.find("x floor = median µs / floor µs"), std::string::npos) << suite;
+  EXPECT_EQ(render_suite({sample_run(50.0, true)}).find("floor"), std::string::npos);
+}
+
 // The rotating figure's energy a call, or why there is none.
 TEST(RenderRun, RotatingEnergyOrWhyNot) {
   RunResult r = run_with_every_figure();

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cutelab/runtime/ceilings.hpp"
 #include "cutelab/runtime/check.hpp"
 #include "cutelab/runtime/device.hpp"
 #include "cutelab/runtime/energy.hpp"
@@ -372,6 +373,56 @@ TEST_F(RuntimeGpu, KernelWithSetupIsCheckedAndTimedBothWaysAndRotates) {
   EXPECT_FALSE(rotated.rotating->reuses_setup);
   EXPECT_EQ(rotated.rate_timing(), &*rotated.rotating->stats);
   std::filesystem::remove_all(cache_dir);
+}
+
+// The read floor: the case's bytes (whole 16-byte vectors) read the way the flush figure is timed, and
+// a run that asks for it carries it beside that figure (and only there).
+TEST_F(RuntimeGpu, ReadFloorReadsTheCasesBytesTimedLikeTheCall) {
+  TimingOptions o;
+  o.max_seconds = 0.2;
+  const ReadFloor f = measure_read_floor(8.0 * (1 << 20) + 7, dev, o, nullptr);
+  EXPECT_EQ(f.bytes, 8.0 * (1 << 20));
+  EXPECT_TRUE(f.skipped.empty()) << f.skipped;
+  ASSERT_TRUE(f.stats);
+  EXPECT_GE(f.stats->n, o.min_samples);
+  EXPECT_GT(f.stats->median_us, 0);
+  EXPECT_EQ(f.stats->stop_reason.find("direct launches"), std::string::npos) << f.stats->stop_reason;
+  EXPECT_EQ(f.to_json().at("bytes"), 8.0 * (1 << 20));
+
+  // More than the device holds: skipped with the reason, the context intact.
+  const ReadFloor huge = measure_read_floor(static_cast<double>(dev.global_mem_bytes) * 2, dev, o, nullptr);
+  EXPECT_FALSE(huge.stats);
+  EXPECT_NE(huge.skipped.find("does not fit"), std::string::npos) << huge.skipped;
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+
+  const SetupPlan plan;
+  const Problem p = make_problem(plan.family(), std::map<std::string, std::string>{{"n", "1048576"}});
+  RunOptions r;
+  r.config = "good";
+  r.timing.max_seconds = 0.2;
+  r.read_floor = true;
+  r.timing_mode = TimingMode::both;
+  const RunResult both = run_kernel(plan, p, dev, r, std::nullopt);
+  ASSERT_EQ(both.status, RunResult::Status::ok) << both.message;
+  ASSERT_TRUE(both.read_floor && both.read_floor->stats) << (both.read_floor ? both.read_floor->skipped : "");
+  EXPECT_EQ(both.read_floor->bytes, both.cost.bytes);
+  ASSERT_TRUE(both.over_read_floor());
+  EXPECT_DOUBLE_EQ(*both.over_read_floor(), both.timing->median_us / both.read_floor->stats->median_us);
+  const nlohmann::json j = both.to_json();
+  EXPECT_FALSE(j.at("read_floor").is_null());
+  EXPECT_DOUBLE_EQ(j.at("metrics").at("over_read_floor").get<double>(), *both.over_read_floor());
+
+  r.timing_mode = TimingMode::rotating;  // no flush figure to stand beside
+  const RunResult rotating = run_kernel(plan, p, dev, r, std::nullopt);
+  ASSERT_EQ(rotating.status, RunResult::Status::ok) << rotating.message;
+  EXPECT_FALSE(rotating.read_floor);
+  EXPECT_FALSE(rotating.over_read_floor());
+}
+
+// Fewer than one 16-byte vector is a caller's mistake, refused before the device is touched.
+TEST(ReadFloor, RefusesLessThanOneVector) {
+  DeviceInfo none;
+  EXPECT_THROW((void)measure_read_floor(15, none, TimingOptions{}, nullptr), UsageError);
 }
 
 // A rotating loop long enough for the counter's resolution carries the board's energy a call where

@@ -29,7 +29,8 @@ const std::set<std::string> kRunValueOptions = {"--config",   "--prof",        "
 // fine: CLI11 keeps "-h" and "--h" apart.)
 const std::set<std::string> kRunOwnNames = {"help",        "check",      "no-check", "tune",
                                             "config",      "prof",       "json",     "max-time",
-                                            "min-samples", "no-measure", "seed",     "timing"};
+                                            "min-samples", "no-measure", "seed",     "timing",
+                                            "floor"};
 
 struct KernelLookup {
   const KernelPlan* plan = nullptr;
@@ -94,6 +95,9 @@ void add_measure_options(CLI::App* cmd, MeasureArgs& m, const std::string& defau
                       default_timing + ")")
       ->check(CLI::IsMember({"flush", "rotating", "both"}))
       ->type_name("MODE");
+  cmd->add_flag("--floor", m.floor,
+                "Also time a plain read of the case's bytes (the cost model's) the way the flush figure is "
+                "timed, and report the call's time over it (the fixed costs of a call that size included)");
 }
 
 std::string describe_param(const ParamSpec& p) {

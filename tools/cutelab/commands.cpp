@@ -100,6 +100,10 @@ RunOptions run_options(const MeasureArgs& m) {
   const std::optional<TimingMode> mode = parse_timing_mode(m.timing);
   CUTELAB_REQUIRE(mode, "--timing: expected flush, rotating or both, found '", m.timing, "'");
   o.timing_mode = *mode;
+  o.read_floor = m.floor;
+  CUTELAB_REQUIRE(!m.floor || times_flush(*mode), "--floor: the read floor stands beside the flush figure, and "
+                  "--timing ", m.timing, " takes none (use --timing flush or both)");
+  if (m.floor && !m.measure) throw UsageError("--floor: nothing is measured with --no-measure");
   if (m.max_time) o.timing.max_seconds = *m.max_time;
   if (m.min_samples) {
     o.timing.min_samples = *m.min_samples;
@@ -343,6 +347,9 @@ int cmd_run(const RunArgs& a, Io io) {
   for (const auto& [name, value] : a.params) given[name] = value;
   const Problem problem = make_problem(family, given);
   plan.check_problem(problem);
+  RunOptions options = run_options(a.m);  // its usage errors before the device is opened
+  options.config = a.config;
+  options.annotate = a.prof == "annotation";
 
   DeviceOrExit d = open_device(io);
   if (!d.dev) return d.exit_status;
@@ -378,10 +385,6 @@ int cmd_run(const RunArgs& a, Io io) {
 
   std::optional<Ceilings> ceilings;
   if (a.m.measure) ceilings = ceilings_for(dev, io);
-
-  RunOptions options = run_options(a.m);
-  options.config = a.config;
-  options.annotate = a.prof == "annotation";
 
   ProgressLine progress;
   RunResult r = run_kernel(plan, problem, dev, options, ceilings, progress.fn());

@@ -41,6 +41,7 @@ struct MeasureArgs {
   std::optional<int> min_samples;
   bool measure = true;
   std::string timing = "flush";  // flush | rotating | both (`suite` defaults to both)
+  bool floor = false;            // the read floor beside the flush figure
   std::string json;
 };
 

@@ -226,13 +226,13 @@ int cmd_suite(const SuiteArgs& a, Io io) {
     case_plans.push_back(std::move(selected));
   }
 
+  const RunOptions options = run_options(a.m);  // its usage errors before the device is opened
   DeviceOrExit d = open_device(io);
   if (!d.dev) return d.exit_status;
   const DeviceInfo& dev = *d.dev;
   // Measured (or loaded) once, when the first row gets past the arch gate.
   std::optional<Ceilings> ceilings;
   bool ceilings_loaded = !a.m.measure;
-  const RunOptions options = run_options(a.m);
 
   std::vector<RunResult> runs;
   std::vector<RowAnchors> anchors;

@@ -59,6 +59,7 @@ struct RunOptions {
   bool annotate = false;              // NVTX ranges per phase
   TimingOptions timing;
   TimingMode timing_mode = TimingMode::flush;  // which figures the measurement takes; tune_basis(mode)
+  bool read_floor = false;            // also the case's read floor (measure_read_floor), beside the flush figure
   std::string cache_dir;              // TuneCache::default_dir() when empty
 };
 
@@ -82,6 +83,7 @@ struct RunResult {
   std::optional<TimingStats> timing;             // primary: L2 flushed; setup reused when has_setup
   std::optional<TimingStats> timing_with_setup;  // has_setup only: the whole `launch` in each call
   std::optional<RotatingTiming> rotating;        // when the mode asks for it (maybe skipped, with why)
+  std::optional<ReadFloor> read_floor;           // when asked for, with a flush figure (maybe skipped, with why)
   Cost cost;
   std::optional<Ceilings> ceilings;
   ClockSummary clocks;
@@ -91,6 +93,9 @@ struct RunResult {
   // The figure rates (GB/s, TFLOP/s, ceiling shares) and anchor speedups are computed on: the
   // primary `timing`, else the rotating one (`--timing=rotating`); nothing when neither.
   [[nodiscard]] const TimingStats* rate_timing() const noexcept;
+  // The flush figure over the read floor's time (>= 1 for a call that cannot beat a plain read of its
+  // bytes); nothing without both.
+  [[nodiscard]] std::optional<double> over_read_floor() const noexcept;
   [[nodiscard]] nlohmann::json to_json() const;
 };
 [[nodiscard]] const char* status_name(RunResult::Status s) noexcept;
