@@ -43,7 +43,60 @@ __global__ void __launch_bounds__(kCeilingBlock) read_kernel(const uint4* __rest
   if ((threadIdx.x & 31) == 0) atomicAdd(sum, static_cast<unsigned long long>(acc));
 }
 
+// Chunks b, b + grid, ... of this CTA stream through the stages; each stage's barrier counts its bytes.
+__global__ void __launch_bounds__(32) bulk_read_kernel(const char* __restrict__ src, std::size_t bytes, int chunk,
+                                                       unsigned long long* sum) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) char stage_buf[];
+  __shared__ __align__(8) unsigned long long full[kBulkStages];
+  if (threadIdx.x != 0) return;
+  const std::size_t chunks = (bytes + chunk - 1) / chunk;
+  for (int s = 0; s < kBulkStages; ++s)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(&full[s]))));
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  const auto issue = [&](int s, std::size_t c) {
+    const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(&full[s]));
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(stage_buf + static_cast<std::size_t>(s) * chunk));
+    const unsigned size = static_cast<unsigned>(min(static_cast<std::size_t>(chunk), bytes - c * chunk));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(size) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src + c * chunk), "r"(size), "r"(bar)
+                 : "memory");
+  };
+  const std::size_t first = blockIdx.x, step = gridDim.x;
+  for (int s = 0; s < kBulkStages && first + s * step < chunks; ++s) issue(s, first + s * step);
+  unsigned acc = 0;
+  for (std::size_t k = 0; first + k * step < chunks; ++k) {
+    const int s = static_cast<int>(k % kBulkStages);
+    const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(&full[s]));
+    const unsigned parity = static_cast<unsigned>(k / kBulkStages) & 1u;
+    unsigned landed = 0;
+    while (!landed)
+      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                   : "=r"(landed)
+                   : "r"(bar), "r"(parity)
+                   : "memory");
+    acc += *reinterpret_cast<const unsigned*>(stage_buf + static_cast<std::size_t>(s) * chunk);  // keeps the copy live
+    if (first + (k + kBulkStages) * step < chunks) issue(s, first + (k + kBulkStages) * step);
+  }
+  atomicAdd(sum, static_cast<unsigned long long>(acc));
+#else
+  __trap();  // the host launches it only on sm_90 and later
+#endif
+}
+
 }  // namespace
+
+void prepare_bulk_read(int chunk) {
+  CUTELAB_CUDA(cudaFuncSetAttribute(bulk_read_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBulkStages * chunk));
+}
+
+void launch_bulk_read(const void* src, std::size_t bytes, int chunk, unsigned long long* sum, int ctas,
+                      cudaStream_t stream) {
+  bulk_read_kernel<<<ctas, 32, static_cast<std::size_t>(kBulkStages) * chunk, stream>>>(static_cast<const char*>(src),
+                                                                                        bytes, chunk, sum);
+  CUTELAB_CUDA_LAUNCH();
+}
 
 void launch_copy_ceiling(const void* src, void* dst, std::size_t bytes, int grid, cudaStream_t stream) {
   copy_kernel<<<grid, kCeilingBlock, 0, stream>>>(static_cast<const uint4*>(src), static_cast<uint4*>(dst), bytes / 16);

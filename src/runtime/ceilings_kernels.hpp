@@ -15,4 +15,12 @@ void launch_read_ceiling(const void* src, std::size_t bytes, unsigned long long*
 
 constexpr int kCeilingBlock = 256;
 
+// The same read by bulk copies (cp.async.bulk, the TMA engine's 1D form) into kBulkStages shared
+// buffers of `chunk` bytes a CTA, one thread of each of `ctas` CTAs issuing them; sm_90 and later.
+// `bytes` and `chunk` multiples of 16. prepare_bulk_read() first (outside any graph capture).
+constexpr int kBulkStages = 4;
+void prepare_bulk_read(int chunk);
+void launch_bulk_read(const void* src, std::size_t bytes, int chunk, unsigned long long* sum, int ctas,
+                      cudaStream_t stream);
+
 }  // namespace cutelab::detail

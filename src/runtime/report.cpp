@@ -243,7 +243,8 @@ void render_numbers(std::ostringstream& o, const RunResult& r) {
     if (const std::optional<double> x = r.over_read_floor())
       o << "read floor:        " << format_us(f.stats->median_us) << " µs to read the case's "
         << format_bytes(f.bytes) << " once, timed the same way; " << primary_label(r) << " "
-        << format_fixed(*x, 3) << "x it\n";
+        << format_fixed(*x, 3) << "x it\n"
+        << (f.method.empty() ? "" : "                   (" + f.method + ")\n");
     else
       o << "read floor:        not measured: " << (f.skipped.empty() ? "no flush figure" : f.skipped) << "\n";
   }
@@ -604,8 +605,8 @@ std::string render_suite(const std::vector<RunResult>& runs, const std::vector<R
   if (rates_on_rotating) out += "rows without a median µs: GB/s, TFLOP/s and shares on the rotating time\n";
   if (any_floor)
     out +=
-        "floor µs: a plain read of the row's bytes (the cost model's), timed as its median µs is (launch, "
-        "L2 flush write-backs and ramp included); x floor = median µs / floor µs\n";
+        "floor µs: a plain read of the row's bytes (the cost model's; bulk copies on sm_90+), timed as its "
+        "median µs is (launch, L2 flush write-backs and ramp included); x floor = median µs / floor µs\n";
   if (any_energy)
     out +=
         "J/call: the board's energy (NVML's counter) over the rotating figure's sampling loop, a call "

@@ -412,7 +412,7 @@ struct Session {
         say(concat("reading the case's ", format_bytes(r.cost.bytes), " the same way (read floor) ..."));
         r.read_floor = measure_read_floor(r.cost.bytes, dev, options.timing, stream);
       } else {
-        r.read_floor = ReadFloor{r.cost.bytes, std::nullopt, "the cost model counts no bytes for this case"};
+        r.read_floor = ReadFloor{r.cost.bytes, "", std::nullopt, "the cost model counts no bytes for this case"};
       }
     }
     if (times_rotating(options.timing_mode)) {

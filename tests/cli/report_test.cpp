@@ -401,6 +401,7 @@ TEST(RenderRun, ReadFloorLineColumnsAndWhyNot) {
   RunResult r = sample_run(200.0, true);
   ReadFloor f;
   f.bytes = r.cost.bytes;
+  f.method = "bulk copies (cp.async.bulk), 4 x 48 KiB a CTA, one CTA an SM";
   TimingStats fs;
   fs.median_us = 160.0;
   fs.n = 40;
@@ -413,12 +414,15 @@ TEST(RenderRun, ReadFloorLineColumnsAndWhyNot) {
                       "L2 flushed 1.250x it"),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find("(bulk copies (cp.async.bulk), 4 x 48 KiB a CTA, one CTA an SM)"), std::string::npos) << text;
   EXPECT_DOUBLE_EQ(r.to_json().at("metrics").at("over_read_floor").get<double>(), 1.25);
+  EXPECT_EQ(r.to_json().at("read_floor").at("method"), f.method);
   EXPECT_EQ(render_run(sample_run(200.0, true)).find("read floor"), std::string::npos);
 
   RunResult skipped = sample_run(100.0, true);
   skipped.problem = Problem("rmsnorm", {{"rows", std::int64_t{4096}}, {"cols", std::int64_t{8192}}});
-  skipped.read_floor = ReadFloor{skipped.cost.bytes, std::nullopt, "a second copy of the case's 512 MiB does not fit"};
+  skipped.read_floor =
+      ReadFloor{skipped.cost.bytes, "bulk copies", std::nullopt, "a second copy of the case's 512 MiB does not fit"};
   EXPECT_FALSE(skipped.over_read_floor());
   EXPECT_NE(render_run(skipped).find("read floor:        not measured: a second copy"), std::string::npos);
   const std::string suite = render_suite({r, skipped, sample_run(50.0, true)});

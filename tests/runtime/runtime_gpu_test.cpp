@@ -388,6 +388,12 @@ TEST_F(RuntimeGpu, ReadFloorReadsTheCasesBytesTimedLikeTheCall) {
   EXPECT_GT(f.stats->median_us, 0);
   EXPECT_EQ(f.stats->stop_reason.find("direct launches"), std::string::npos) << f.stats->stop_reason;
   EXPECT_EQ(f.to_json().at("bytes"), 8.0 * (1 << 20));
+  // Bulk copies from sm_90 on (the faster read), 16-byte loads before.
+  EXPECT_NE(f.method.find(dev.cc_major >= 9 ? "bulk copies" : "16-byte loads"), std::string::npos) << f.method;
+  // A size that is not a whole number of bulk chunks: the last chunk is short, nothing hangs or overreads.
+  const ReadFloor odd = measure_read_floor(3.0 * 49152 + 4096 + 16, dev, o, nullptr);
+  ASSERT_TRUE(odd.stats) << odd.skipped;
+  EXPECT_GT(odd.stats->median_us, 0);
 
   // More than the device holds: skipped with the reason, the context intact.
   const ReadFloor huge = measure_read_floor(static_cast<double>(dev.global_mem_bytes) * 2, dev, o, nullptr);

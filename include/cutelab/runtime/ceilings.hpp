@@ -42,9 +42,12 @@ void store_cached_ceilings(const Ceilings& c, const std::string& cache_dir);
 
 // The time a plain read of `bytes` takes on this device, timed like a kernel's call (same
 // options: the L2 flush, graph replay, samples): what a call that moves a case's bytes cannot beat
-// by streaming them, launch, flush write-backs and ramp included. Not cached: the size is the case's.
+// by streaming them, launch, flush write-backs and ramp included. The fastest read found here: bulk
+// copies into shared memory on sm_90 and later, the read ceiling's 16-byte loads before. Not cached:
+// the size is the case's.
 struct ReadFloor {
   double bytes = 0;                  // read (a case's algorithmic bytes, written ones counted as read)
+  std::string method;                // how: bulk copies into shared memory (sm_90+), else 16-byte loads
   std::optional<TimingStats> stats;  // nothing when skipped
   std::string skipped;               // why not measured (no memory for a second copy of the bytes)
 
