@@ -210,7 +210,7 @@ ReadFloor measure_read_floor(double bytes, const DeviceInfo& dev, const TimingOp
     if (bulk) {
       detail::prepare_bulk_read(chunk);
       f.stats = time_launch(
-          [&](cudaStream_t s) { detail::launch_bulk_read(src.data(), read, chunk, total, dev.sm_count, s); }, dev,
+          [&](cudaStream_t s) { detail::launch_bulk_read(src.data(), read, chunk, dev.sm_count, s); }, dev,
           options, stream);
     } else {
       const int grid = std::max(1, dev.sm_count * std::max(1, dev.max_threads_per_sm / detail::kCeilingBlock));

@@ -43,9 +43,9 @@ __global__ void __launch_bounds__(kCeilingBlock) read_kernel(const uint4* __rest
   if ((threadIdx.x & 31) == 0) atomicAdd(sum, static_cast<unsigned long long>(acc));
 }
 
-// Chunks b, b + grid, ... of this CTA stream through the stages; each stage's barrier counts its bytes.
-__global__ void __launch_bounds__(32) bulk_read_kernel(const char* __restrict__ src, std::size_t bytes, int chunk,
-                                                       unsigned long long* sum) {
+// Chunks b, b + grid, ... of this CTA stream through the stages; each stage's barrier counts its bytes, and
+// a stage is refilled once its barrier says its copy landed. Nothing reads the stages: the copies are the read.
+__global__ void __launch_bounds__(32) bulk_read_kernel(const char* __restrict__ src, std::size_t bytes, int chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) char stage_buf[];
   __shared__ __align__(8) unsigned long long full[kBulkStages];
@@ -65,7 +65,6 @@ __global__ void __launch_bounds__(32) bulk_read_kernel(const char* __restrict__ 
   };
   const std::size_t first = blockIdx.x, step = gridDim.x;
   for (int s = 0; s < kBulkStages && first + s * step < chunks; ++s) issue(s, first + s * step);
-  unsigned acc = 0;
   for (std::size_t k = 0; first + k * step < chunks; ++k) {
     const int s = static_cast<int>(k % kBulkStages);
     const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(&full[s]));
@@ -76,10 +75,8 @@ __global__ void __launch_bounds__(32) bulk_read_kernel(const char* __restrict__ 
                    : "=r"(landed)
                    : "r"(bar), "r"(parity)
                    : "memory");
-    acc += *reinterpret_cast<const unsigned*>(stage_buf + static_cast<std::size_t>(s) * chunk);  // keeps the copy live
     if (first + (k + kBulkStages) * step < chunks) issue(s, first + (k + kBulkStages) * step);
   }
-  atomicAdd(sum, static_cast<unsigned long long>(acc));
 #else
   __trap();  // the host launches it only on sm_90 and later
 #endif
@@ -91,10 +88,9 @@ void prepare_bulk_read(int chunk) {
   CUTELAB_CUDA(cudaFuncSetAttribute(bulk_read_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBulkStages * chunk));
 }
 
-void launch_bulk_read(const void* src, std::size_t bytes, int chunk, unsigned long long* sum, int ctas,
-                      cudaStream_t stream) {
+void launch_bulk_read(const void* src, std::size_t bytes, int chunk, int ctas, cudaStream_t stream) {
   bulk_read_kernel<<<ctas, 32, static_cast<std::size_t>(kBulkStages) * chunk, stream>>>(static_cast<const char*>(src),
-                                                                                        bytes, chunk, sum);
+                                                                                        bytes, chunk);
   CUTELAB_CUDA_LAUNCH();
 }
 

@@ -20,7 +20,6 @@ constexpr int kCeilingBlock = 256;
 // `bytes` and `chunk` multiples of 16. prepare_bulk_read() first (outside any graph capture).
 constexpr int kBulkStages = 4;
 void prepare_bulk_read(int chunk);
-void launch_bulk_read(const void* src, std::size_t bytes, int chunk, unsigned long long* sum, int ctas,
-                      cudaStream_t stream);
+void launch_bulk_read(const void* src, std::size_t bytes, int chunk, int ctas, cudaStream_t stream);
 
 }  // namespace cutelab::detail
