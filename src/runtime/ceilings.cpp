@@ -67,6 +67,11 @@ TensorView flat_view(void* data, DType t, std::size_t count) {
 
 double gbs(std::size_t bytes, double us) { return static_cast<double>(bytes) / (us * 1e-6) / 1e9; }
 
+// The read ceiling kernel's grid: every SM full of its blocks.
+int read_ceiling_grid(const DeviceInfo& dev) {
+  return std::max(1, dev.sm_count * std::max(1, dev.max_threads_per_sm / detail::kCeilingBlock));
+}
+
 }  // namespace
 
 nlohmann::json Ceilings::to_json() const {
@@ -118,7 +123,7 @@ Ceilings measure_ceilings(const DeviceInfo& dev, const ProgressFn& progress) {
   stream_opts.warmup = 3;
   stream_opts.max_seconds = 3.0;
   stream_opts.flush_l2 = false;  // the buffers are many times L2 already
-  const int grid = std::max(1, dev.sm_count * std::max(1, dev.max_threads_per_sm / detail::kCeilingBlock));
+  const int grid = read_ceiling_grid(dev);
   {
     DeviceBuffer src(bytes), dst(bytes);
     fill_uniform(flat_view(src.data(), DType::f32, bytes / 4), 0xC0FFEE, -1.0, 1.0, stream.get());
@@ -213,7 +218,7 @@ ReadFloor measure_read_floor(double bytes, const DeviceInfo& dev, const TimingOp
           [&](cudaStream_t s) { detail::launch_bulk_read(src.data(), read, chunk, dev.sm_count, s); }, dev,
           options, stream);
     } else {
-      const int grid = std::max(1, dev.sm_count * std::max(1, dev.max_threads_per_sm / detail::kCeilingBlock));
+      const int grid = read_ceiling_grid(dev);
       f.stats = time_launch([&](cudaStream_t s) { detail::launch_read_ceiling(src.data(), read, total, grid, s); },
                             dev, options, stream);
     }

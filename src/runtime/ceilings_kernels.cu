@@ -1,5 +1,8 @@
 #include <cstdint>
 
+#include <cute/arch/copy_sm90_tma.hpp>
+#include <cutlass/arch/barrier.h>
+
 #include "ceilings_kernels.hpp"
 #include "cutelab/core/error.hpp"
 
@@ -47,34 +50,24 @@ __global__ void __launch_bounds__(kCeilingBlock) read_kernel(const uint4* __rest
 // a stage is refilled once its barrier says its copy landed. Nothing reads the stages: the copies are the read.
 __global__ void __launch_bounds__(32) bulk_read_kernel(const char* __restrict__ src, std::size_t bytes, int chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
   extern __shared__ __align__(128) char stage_buf[];
-  __shared__ __align__(8) unsigned long long full[kBulkStages];
+  __shared__ Barrier::ValueType full[kBulkStages];
   if (threadIdx.x != 0) return;
   const std::size_t chunks = (bytes + chunk - 1) / chunk;
-  for (int s = 0; s < kBulkStages; ++s)
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(&full[s]))));
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  for (int s = 0; s < kBulkStages; ++s) Barrier::init(&full[s], 1);
+  cutlass::arch::fence_barrier_init();
   const auto issue = [&](int s, std::size_t c) {
-    const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(&full[s]));
-    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(stage_buf + static_cast<std::size_t>(s) * chunk));
-    const unsigned size = static_cast<unsigned>(min(static_cast<std::size_t>(chunk), bytes - c * chunk));
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(size) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-                 "l"(src + c * chunk), "r"(size), "r"(bar)
-                 : "memory");
+    const auto size = static_cast<std::uint32_t>(min(static_cast<std::size_t>(chunk), bytes - c * chunk));
+    Barrier::arrive_and_expect_tx(&full[s], size);
+    cute::SM90_BULK_COPY_G2S::copy(src + c * chunk, &full[s], stage_buf + static_cast<std::size_t>(s) * chunk,
+                                   static_cast<std::int32_t>(size));
   };
   const std::size_t first = blockIdx.x, step = gridDim.x;
   for (int s = 0; s < kBulkStages && first + s * step < chunks; ++s) issue(s, first + s * step);
   for (std::size_t k = 0; first + k * step < chunks; ++k) {
     const int s = static_cast<int>(k % kBulkStages);
-    const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(&full[s]));
-    const unsigned parity = static_cast<unsigned>(k / kBulkStages) & 1u;
-    unsigned landed = 0;
-    while (!landed)
-      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                   : "=r"(landed)
-                   : "r"(bar), "r"(parity)
-                   : "memory");
+    Barrier::wait(&full[s], static_cast<std::uint32_t>(k / kBulkStages) & 1u);
     if (first + (k + kBulkStages) * step < chunks) issue(s, first + (k + kBulkStages) * step);
   }
 #else
