@@ -93,10 +93,12 @@ message(STATUS "cutelab: instantiation units batched per kernel version: "
                "${CUTELAB_BATCH_INSTANTIATIONS_EFFECTIVE} (${cutelab_batch_why})")
 
 # Every kernel version is one object library added to the cutelab_kernels shared library.
-#   cutelab_add_kernel(NAME <target> ARCH sm90a|portable SOURCES <files...>)
+#   cutelab_add_kernel(NAME <target> ARCH sm90a|portable SOURCES <files...> [PTXAS_OPTIONS <options...>])
+# PTXAS_OPTIONS: ptxas options of that version alone (each measured against the default build of the
+# same source; the version's README says by how much).
 set_property(GLOBAL PROPERTY CUTELAB_KERNEL_OBJECTS "")
 function(cutelab_add_kernel)
-  cmake_parse_arguments(K "" "NAME;ARCH" "SOURCES" ${ARGN})
+  cmake_parse_arguments(K "" "NAME;ARCH" "SOURCES;PTXAS_OPTIONS" ${ARGN})
   if(NOT K_NAME OR NOT K_SOURCES)
     message(FATAL_ERROR "cutelab_add_kernel needs NAME and SOURCES")
   endif()
@@ -138,5 +140,8 @@ function(cutelab_add_kernel)
   set_target_properties(${K_NAME} PROPERTIES CUDA_ARCHITECTURES OFF CUDA_SEPARABLE_COMPILATION OFF)
   target_compile_options(${K_NAME} PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:${arch_flags} ${CUTELAB_CUDA_COMMON_FLAGS}>)
+  foreach(option IN LISTS K_PTXAS_OPTIONS)
+    target_compile_options(${K_NAME} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xptxas=${option}>)
+  endforeach()
   set_property(GLOBAL APPEND PROPERTY CUTELAB_KERNEL_OBJECTS ${K_NAME})
 endfunction()
