@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# scripts/variant-lib: refuses what it cannot build with a clear message, and builds a library whose one
+# kernel version was compiled with the given options and which exports what the tree's library exports.
+# Usage: variant_lib_test.sh <repo root> <build dir> <kernel target>
+set -u
+root="$1" build="$2" target="$3"
+tool="$root/scripts/variant-lib"
+out="$build/variant-lib-test"
+fail=0
+expect_error() {  # description, expected message, args...
+  local what=$1 message=$2
+  shift 2
+  local text
+  text="$("$tool" --build-dir "$build" "$@" 2>&1)"
+  local status=$?
+  if [[ $status -ne 0 && "$text" == *"$message"* ]]; then echo "ok: $what"
+  else echo "FAIL: $what: exit $status, output: $text"; fail=1; fi
+}
+expect_error "an unknown target is refused" "no kernel target 'no_such_kernel'" --target no_such_kernel --out "$out" -- -DX=1
+expect_error "no options is refused" "no nvcc options given" --target "$target" --out "$out"
+expect_error "a tree that is not built is refused" "is not a configured Ninja tree" --build-dir "$out/none" --target "$target" --out "$out" -- -DX=1
+
+rm -rf "$out"
+if ! "$tool" --build-dir "$build" --target "$target" --out "$out" -- -DCUTELAB_VARIANT_LIB_TEST=1; then
+  echo "FAIL: the variant build failed"; exit 1
+fi
+grep -q "^compile: .*-DCUTELAB_VARIANT_LIB_TEST=1" "$out/VARIANT.txt" && echo "ok: the unit was compiled with the option" \
+  || { echo "FAIL: VARIANT.txt has no compile with the option"; fail=1; }
+symbols() { nm -D --defined-only "$1" | awk '{print $NF}' | sort; }
+if [[ -s "$out/libcutelab_kernels.so" ]] && diff <(symbols "$build/lib/libcutelab_kernels.so") <(symbols "$out/libcutelab_kernels.so") >/dev/null; then
+  echo "ok: the variant exports what the tree's library exports"
+else
+  echo "FAIL: the variant library is missing or exports other symbols"; fail=1
+fi
+[[ -f "$out/libcutelab_runtime.so" ]] && echo "ok: the runtime library beside it" || { echo "FAIL: no runtime library in $out"; fail=1; }
+exit $fail
