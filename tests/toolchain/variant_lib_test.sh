@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/variant-lib: refuses what it cannot build with a clear message, and builds a library whose one
 # kernel version was compiled with the given options and which exports what the tree's library exports.
+# (--no-build: the test uses the tree ctest runs in and never builds it.)
 # Usage: variant_lib_test.sh <repo root> <build dir> <kernel target>
 set -u
 root="$1" build="$2" target="$3"
@@ -11,7 +12,7 @@ expect_error() {  # description, expected message, args...
   local what=$1 message=$2
   shift 2
   local text
-  text="$("$tool" --build-dir "$build" "$@" 2>&1)"
+  text="$("$tool" --no-build --build-dir "$build" "$@" 2>&1)"
   local status=$?
   if [[ $status -ne 0 && "$text" == *"$message"* ]]; then echo "ok: $what"
   else echo "FAIL: $what: exit $status, output: $text"; fail=1; fi
@@ -21,7 +22,7 @@ expect_error "no options is refused" "no nvcc options given" --target "$target" 
 expect_error "a tree that is not built is refused" "is not a configured Ninja tree" --build-dir "$out/none" --target "$target" --out "$out" -- -DX=1
 
 rm -rf "$out"
-if ! "$tool" --build-dir "$build" --target "$target" --out "$out" -- -DCUTELAB_VARIANT_LIB_TEST=1; then
+if ! "$tool" --no-build --build-dir "$build" --target "$target" --out "$out" -- -DCUTELAB_VARIANT_LIB_TEST=1; then
   echo "FAIL: the variant build failed"; exit 1
 fi
 grep -q "^compile: .*-DCUTELAB_VARIANT_LIB_TEST=1" "$out/VARIANT.txt" && echo "ok: the unit was compiled with the option" \
