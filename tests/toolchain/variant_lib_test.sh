@@ -12,13 +12,13 @@ expect_error() {  # description, expected message, args...
   local what=$1 message=$2
   shift 2
   local text
-  text="$("$tool" --no-build --build-dir "$build" "$@" 2>&1)"
+  text="$("$tool" --no-build "$@" 2>&1)"
   local status=$?
   if [[ $status -ne 0 && "$text" == *"$message"* ]]; then echo "ok: $what"
   else echo "FAIL: $what: exit $status, output: $text"; fail=1; fi
 }
-expect_error "an unknown target is refused" "no kernel target 'no_such_kernel'" --target no_such_kernel --out "$out" -- -DX=1
-expect_error "no options is refused" "no nvcc options given" --target "$target" --out "$out"
+expect_error "an unknown target is refused" "no kernel target 'no_such_kernel'" --build-dir "$build" --target no_such_kernel --out "$out" -- -DX=1
+expect_error "no options is refused" "no nvcc options given" --build-dir "$build" --target "$target" --out "$out"
 expect_error "a tree that is not built is refused" "is not a configured Ninja tree" --build-dir "$out/none" --target "$target" --out "$out" -- -DX=1
 
 rm -rf "$out"
