@@ -170,6 +170,16 @@ void expect_matches_reference(const MlaDecodeWorkspace& ws, const MlaDecodeArgs&
   }
 }
 
+// An H200's limits, as far as configs() and validate() ask (host-only tests).
+DeviceInfo h200_limits() {
+  DeviceInfo dev;
+  dev.cc_major = 9;
+  dev.sm_count = 132;
+  dev.regs_per_sm = 65536;
+  dev.smem_per_block_optin = 232448;
+  return dev;
+}
+
 MlaDecodeCase step_case() { return make_case(5, 2, 64, 1, true, DType::bf16, {100, 64, 0, 700, 1}); }
 
 // One plan, three layers: other q, KV cache and page order, the same lengths tensor.
@@ -383,11 +393,7 @@ TEST(MlaDecodeTailParts, ALastRowOfShortPartsWhereColumnsLeaveSmsIdle) {
   EXPECT_EQ(grid(5, 132, true), std::pair(27, 3));   // 2 spare SMs, 5 columns
   EXPECT_EQ(grid(2, 132, true), std::pair(66, 0));   // nothing spare
   EXPECT_EQ(grid(200, 132, true), std::pair(1, 0));  // more columns than SMs
-  DeviceInfo dev;  // an H200's limits, as far as configs() and validate() ask
-  dev.cc_major = 9;
-  dev.sm_count = 132;
-  dev.regs_per_sm = 65536;
-  dev.smem_per_block_optin = 232448;
+  const DeviceInfo dev = h200_limits();
   const auto count = [&](const char* id, const Problem& problem) {
     std::map<bool, int> n;
     for (const ConfigDesc& c : Registry::instance().find(id).configs(problem, dev)) {
@@ -465,11 +471,7 @@ TEST(MlaDecodeTailParts, StepPlanWithATailRow) {
 // query token's heads (48 heads per KV head, s_q 2) is refused with the reason; v2, which loads Q
 // row by row, serves it; 3 heads per KV head with s_q 2 (6 rows, one tile) is served by both.
 TEST(MlaDecodeQTile, V3RefusesTilesThatStartInsideAQueryToken) {
-  DeviceInfo dev;  // an H200's limits, as far as validate() asks
-  dev.cc_major = 9;
-  dev.sm_count = 132;
-  dev.regs_per_sm = 65536;
-  dev.smem_per_block_optin = 232448;
+  const DeviceInfo dev = h200_limits();
   const KernelPlan& v3 = Registry::instance().find("cute/mla_decode/paged_sm90/v3");
   const KernelPlan& v2 = Registry::instance().find("cute/mla_decode/paged_sm90/v2");
   const Problem across = problem_for(make_case(2, 2, 96, 2, false, DType::bf16, {300, 700}));
@@ -489,11 +491,7 @@ TEST(MlaDecodeQTile, V3RefusesTilesThatStartInsideAQueryToken) {
 // paged_sm90 design lists first the one the tuned suites pick or come within ~1% of
 // (docs/kernels/mla-decode.md, "The untuned default").
 TEST(MlaDecodeConfigs, UntunedDefaultComesFirst) {
-  DeviceInfo dev;  // an H200's limits, as far as configs() and validate() ask
-  dev.cc_major = 9;
-  dev.sm_count = 132;
-  dev.regs_per_sm = 65536;
-  dev.smem_per_block_optin = 232448;
+  const DeviceInfo dev = h200_limits();
   const auto first = [&](const char* id, std::map<std::string, std::string> given) {
     const Problem problem = make_problem(MlaDecodeProblem::family(), given);
     const KernelPlan& plan = Registry::instance().find(id);
@@ -528,11 +526,7 @@ TEST(MlaDecodeConfigs, UntunedDefaultComesFirst) {
 // default takes the pairs, with pieces costed at 8 pages and the KV evicted first, for bf16 where
 // each SM visits >= 192 pages at >= 128 rows.
 TEST(MlaDecodeConfigs, V11ChoosesItsMainKernelByConfig) {
-  DeviceInfo dev;  // an H200's limits, as far as configs() and validate() ask
-  dev.cc_major = 9;
-  dev.sm_count = 132;
-  dev.regs_per_sm = 65536;
-  dev.smem_per_block_optin = 232448;
+  const DeviceInfo dev = h200_limits();
   const KernelPlan& v11 = Registry::instance().find("cute/mla_decode/paged_sm90/v11");
   const auto problem = [](std::map<std::string, std::string> given) {
     return make_problem(MlaDecodeProblem::family(), given);
