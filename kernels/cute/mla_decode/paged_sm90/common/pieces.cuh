@@ -480,12 +480,21 @@ CUTE_DEVICE float quad_max(float v) {
   return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
+// The running max of the bf16 / f16 kernels' online softmax as a lazy reference: it moves only where
+// a page's max passes it by more than this (log2 units), so O's rescale (scale_rows, which a warp
+// whose factors are all 1 skips) runs on few pages instead of most. P is then at most 2^8, far inside
+// bf16 / f16; softmax does not depend on the reference (lse = max + log2(sum) of the same pair). On
+// the H200, b128 h128 t4096: 257.5 -> 249.8 µs in v3's kernel (fifty-first session); the v3 of
+// 2026-11-23, whose S owner waited on its wgmmas rather than on its instructions, gained nothing.
+inline constexpr int kLazyMaxSlack = 8;
+
 // The online softmax of one page by the S owner (rows r0 and r0 + 8 of this thread): keys at or
 // past limit[h] are masked (only where needs_mask: the page reaches a row's limit), the running
 // max (log2 units of the scaled logits) and this thread's share of the row sums advance, P goes
 // to the RS operand tOrP (the accumulator's order is its A-operand order), and scale[h] is the
-// factor O's rows must be multiplied by. `key0` is the page's first key.
-template <class FragS, class FragP>
+// factor O's rows must be multiplied by. `key0` is the page's first key. kMaxSlack: 0 (the exact
+// running max) or kLazyMaxSlack (a reference max; scale is then 1 on most pages).
+template <int kMaxSlack = 0, class FragS, class FragP>
 CUTE_DEVICE void softmax_page(FragS& tSrS, FragP& tOrP, int key0, int col0, bool needs_mask,
                               const int (&limit)[2], float scale_log2, float (&run_max)[2],
                               float (&row_sum)[2], float (&scale)[2]) {
@@ -502,7 +511,8 @@ CUTE_DEVICE void softmax_page(FragS& tSrS, FragP& tOrP, int key0, int col0, bool
   float base[2];
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {
-    const float m_new = fmaxf(run_max[h], quad_max(page_max[h]) * scale_log2);
+    const float m_page = quad_max(page_max[h]) * scale_log2;
+    const float m_new = m_page > run_max[h] + kMaxSlack ? m_page : run_max[h];
     // A row that has seen only masked keys keeps max -inf; exp2(-inf - 0) = 0 keeps P at 0.
     base[h] = m_new == -INFINITY ? 0.f : m_new;
     scale[h] = device::ex2_approx_ftz(run_max[h] - base[h]);

@@ -220,8 +220,9 @@ struct Kernel {
           qk(buf, phase);
           // Softmax of the page against the running max; P in registers (bf16) and in shared memory.
           float scale[2];
-          paged_sm90::softmax_page(tSrS, tOrP, page * kBlockN, col0, (page + 1) * kBlockN > min_limit, limit,
-                                   p.scale_log2, run_max, row_sum, scale);
+          paged_sm90::softmax_page<paged_sm90::kLazyMaxSlack>(tSrS, tOrP, page * kBlockN, col0,
+                                                              (page + 1) * kBlockN > min_limit, limit,
+                                                              p.scale_log2, run_max, row_sum, scale);
           store_p(buf);
           if (col0 == 0)
             for (int h = 0; h < 2; ++h) smem.scale[buf][r0 + 8 * h] = scale[h];
