@@ -127,6 +127,44 @@ std::vector<MatrixCase> matrix_cases() {
 // gtest prints a parameter with this instead of its bytes.
 void PrintTo(const MatrixCase& mc, std::ostream* os) { *os << mc.name << " (seed " << mc.seed << ")"; }
 
+// Runs every config of `plan` that validates for `problem` on `ws` (its inputs) and checks each output
+// against `ref` (the reference on those inputs); the refused configs' reasons go into `invalid`.
+struct ConfigRuns {
+  int valid = 0, runs = 0;
+};
+ConfigRuns run_every_config(const KernelPlan& plan, const Problem& problem, Workspace& ws,
+                            const std::vector<std::vector<float>>& ref, const std::string& label,
+                            std::string& invalid) {
+  const std::vector<OutputSpec> outputs = ws.outputs();
+  ConfigRuns n;
+  for (const ConfigDesc& config : plan.configs(problem, device())) {
+    if (auto why = plan.validate(problem, config, device())) {
+      invalid += concat(config.name, ": ", *why, "; ");
+      continue;
+    }
+    ++n.valid;
+    const std::string what = concat(plan.id().full(), " config ", config.name, label);
+    try {
+      ws.poison(nullptr);
+      const Kernel kernel = plan.plan(problem, config, ws, device());
+      kernel.launch(nullptr);
+      CUTELAB_CUDA_LAUNCH();
+      CUTELAB_CUDA(cudaDeviceSynchronize());
+    } catch (const Error& e) {
+      ADD_FAILURE() << what << ": " << e.message();
+      continue;
+    }
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      const std::vector<std::uint8_t> got = copy_to_host_bytes(outputs[i].view);
+      const CheckResult r =
+          check_output(outputs[i].name, outputs[i].view.dtype, got.data(), ref[i], outputs[i].tol);
+      EXPECT_TRUE(r.passed) << what << ": " << r.reason << "\n  " << r.to_json().dump();
+    }
+    ++n.runs;
+  }
+  return n;
+}
+
 class MlaDecodeMatrix : public ::testing::TestWithParam<MatrixCase> {};
 
 TEST_P(MlaDecodeMatrix, EveryPlanMatchesTheReference) {
@@ -151,34 +189,11 @@ TEST_P(MlaDecodeMatrix, EveryPlanMatchesTheReference) {
     // (the FP8-KV baseline: an e4m3 cache, its reference on the dequantised one).
     const std::unique_ptr<Workspace> ws = plan->inputs(problem, mc.seed);
     const std::vector<std::vector<float>> ref = plan->reference(problem, *ws);
-    const std::vector<OutputSpec> outputs = ws->outputs();
-    ASSERT_EQ(ref.size(), outputs.size()) << name;
+    ASSERT_EQ(ref.size(), ws->outputs().size()) << name;
     std::string invalid;
-    int valid = 0;
-    for (const ConfigDesc& config : plan->configs(problem, device())) {
-      if (auto why = plan->validate(problem, config, device())) {
-        invalid += concat(config.name, ": ", *why, "; ");
-        continue;
-      }
-      ++valid;
-      const std::string what = concat(name, " config ", config.name, " seed ", mc.seed);
-      try {
-        ws->poison(nullptr);
-        const Kernel kernel = plan->plan(problem, config, *ws, device());
-        kernel.launch(nullptr);
-        CUTELAB_CUDA_LAUNCH();
-        CUTELAB_CUDA(cudaDeviceSynchronize());
-      } catch (const Error& e) {
-        ADD_FAILURE() << what << ": " << e.message();
-        continue;
-      }
-      for (std::size_t i = 0; i < outputs.size(); ++i) {
-        const std::vector<std::uint8_t> got = copy_to_host_bytes(outputs[i].view);
-        const CheckResult r = check_output(outputs[i].name, outputs[i].view.dtype, got.data(), ref[i], outputs[i].tol);
-        EXPECT_TRUE(r.passed) << what << ": " << r.reason << "\n  " << r.to_json().dump();
-      }
-      ++runs;
-    }
+    const ConfigRuns done = run_every_config(*plan, problem, *ws, ref, concat(" seed ", mc.seed), invalid);
+    const int valid = done.valid;
+    runs += done.runs;
     // The issue asks every lab design to take every size of the family; a public kernel wrapped
     // as a baseline refuses what it cannot do, with the reason (printed here).
     if (plan->id().tier == "baseline" && valid == 0) {
@@ -258,23 +273,11 @@ TEST_P(MlaDecodeRisingLogits, EveryPlanMatchesTheReference) {
     ASSERT_NE(mla, nullptr) << name << ": inputs are not an MlaDecodeWorkspace";
     raise_logits_along_requests(*mla);
     const std::vector<std::vector<float>> ref = plan->reference(problem, *ws);
-    const std::vector<OutputSpec> outputs = ws->outputs();
-    for (const ConfigDesc& config : plan->configs(problem, device())) {
-      if (plan->validate(problem, config, device())) continue;
-      const std::string what = concat(name, " config ", config.name);
-      ws->poison(nullptr);
-      const Kernel kernel = plan->plan(problem, config, *ws, device());
-      kernel.launch(nullptr);
-      CUTELAB_CUDA_LAUNCH();
-      CUTELAB_CUDA(cudaDeviceSynchronize());
-      for (std::size_t i = 0; i < outputs.size(); ++i) {
-        const std::vector<std::uint8_t> got = copy_to_host_bytes(outputs[i].view);
-        const CheckResult r =
-            check_output(outputs[i].name, outputs[i].view.dtype, got.data(), ref[i], outputs[i].tol);
-        EXPECT_TRUE(r.passed) << what << ": " << r.reason;
-      }
-      ++runs;
-    }
+    ASSERT_EQ(ref.size(), ws->outputs().size()) << name;
+    std::string invalid;
+    const ConfigRuns done = run_every_config(*plan, problem, *ws, ref, concat(" on ", rc.name), invalid);
+    EXPECT_GT(done.valid, 0) << name << " has no valid config for " << problem.key() << ": " << invalid;
+    runs += done.runs;
   }
   EXPECT_GT(runs, 0) << "no plan ran " << rc.name;
 }

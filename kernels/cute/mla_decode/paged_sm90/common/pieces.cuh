@@ -488,6 +488,12 @@ CUTE_DEVICE float quad_max(float v) {
 // 2026-11-23, whose S owner waited on its wgmmas rather than on its instructions, gained nothing.
 inline constexpr int kLazyMaxSlack = 8;
 
+// The reference max after a page whose max is m_page (log2 units): moved only past `slack` (0: the
+// exact running max). While the reference is -inf any finite m_page moves it.
+CUTE_DEVICE float next_reference_max(float reference, float m_page, int slack) {
+  return m_page > reference + slack ? m_page : reference;
+}
+
 // The online softmax of one page by the S owner (rows r0 and r0 + 8 of this thread): keys at or
 // past limit[h] are masked (only where needs_mask: the page reaches a row's limit), the running
 // max (log2 units of the scaled logits) and this thread's share of the row sums advance, P goes
@@ -511,8 +517,7 @@ CUTE_DEVICE void softmax_page(FragS& tSrS, FragP& tOrP, int key0, int col0, bool
   float base[2];
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {
-    const float m_page = quad_max(page_max[h]) * scale_log2;
-    const float m_new = m_page > run_max[h] + kMaxSlack ? m_page : run_max[h];
+    const float m_new = next_reference_max(run_max[h], quad_max(page_max[h]) * scale_log2, kMaxSlack);
     // A row that has seen only masked keys keeps max -inf; exp2(-inf - 0) = 0 keeps P at 0.
     base[h] = m_new == -INFINITY ? 0.f : m_new;
     scale[h] = device::ex2_approx_ftz(run_max[h] - base[h]);

@@ -187,8 +187,8 @@ struct Kernel {
           const int row = query_row(n0, c);
           const float m =
               fmaxf(fmaxf(exchange[0][row], exchange[1][row]), fmaxf(exchange[2][row], exchange[3][row]));
-          const float m_page = m * p.scale_log2;  // the reference moves past a slack only
-          const float m_new = m_page > run_max[c] + paged_sm90::kLazyMaxSlack ? m_page : run_max[c];
+          const float m_new =
+              paged_sm90::next_reference_max(run_max[c], m * p.scale_log2, paged_sm90::kLazyMaxSlack);
           // A row that has seen only masked keys keeps max -inf; exp2(-inf - 0) = 0 keeps P at 0.
           base[c] = m_new == -INFINITY ? 0.f : m_new;
           scale[c] = device::ex2_approx_ftz(run_max[c] - base[c]);

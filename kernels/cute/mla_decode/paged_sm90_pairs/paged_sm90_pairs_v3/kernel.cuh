@@ -254,8 +254,8 @@ struct Kernel {
         float base[2];
         CUTE_UNROLL
         for (int h = 0; h < 2; ++h) {
-          const float m_page = paged_sm90::quad_max(page_max[h]) * p.scale_log2;  // past a slack only
-          m_new[h] = m_page > m_in[h] + paged_sm90::kLazyMaxSlack ? m_page : m_in[h];
+          m_new[h] = paged_sm90::next_reference_max(m_in[h], paged_sm90::quad_max(page_max[h]) * p.scale_log2,
+                                                    paged_sm90::kLazyMaxSlack);
           // A row that has seen only masked keys keeps max -inf; exp2(-inf - 0) = 0 keeps P at 0.
           base[h] = base_of(m_new[h]);
           rescale[h] = device::ex2_approx_ftz(m_in[h] - base[h]);
@@ -323,10 +323,11 @@ struct Kernel {
             run_max[h] = smem.max_b[r0 + 8 * h];
             row_sum[h] *= s_b[h];
           }
-          // P_a to the pair's max (without b, max_b = max_a); tOrP holds it already where no row of the
-          // warp moved its reference on b. (The skip costs the fp32-partial instantiations a 4-byte
-          // spill; measured 0.3-0.5% faster on the p16 configs the tuner takes, 0.2% slower there.)
-          if (kHasB && __any_sync(0xffffffffu, s_b[0] != 1.f || s_b[1] != 1.f)) {
+          // P_a to the pair's max (without b, max_b = max_a). With partials in out's dtype a warp whose
+          // rows all kept their reference on b skips it (tOrP holds P_a already): 0.3-0.5% faster there;
+          // with fp32 partials the same skip spilled 4 bytes and was 0.2% slower (fifty-first session).
+          if (kHasB &&
+              (kPartials == PartialFormat::fp32 || __any_sync(0xffffffffu, s_b[0] != 1.f || s_b[1] != 1.f))) {
             CUTE_UNROLL
             for (int i = 0; i < size(tOrP); ++i) tOrP(i) = static_cast<Element>(tSrS(i) * s_b[(i >> 1) & 1]);
           }
