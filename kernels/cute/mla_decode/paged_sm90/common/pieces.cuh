@@ -271,8 +271,10 @@ CUTE_DEVICE void read_rope_operand(const typename Traits::Element* staged, FragR
 // Stores this thread's P (the RS operand, accumulator order) into the K-major P tile for another
 // warpgroup's SS wgmma: four stmatrix.x4, whose 8x8 fragments are the accumulator's (lane l holds
 // row l / 4, columns 2 (l % 4) and + 1 of each): 16 generic 4-byte stores with their swizzle
-// arithmetic were ~100 instructions more on the S owner's path between S and P.
-template <class Traits, class FragP>
+// arithmetic were ~100 instructions more on the S owner's path between S and P. kFence = false
+// leaves the proxy fence that the other warpgroup's wgmma reads need to the caller, who may issue
+// its own wgmmas first (v3's S owner: fifty-second session).
+template <class Traits, bool kFence = true, class FragP>
 CUTE_DEVICE void store_p(typename Traits::Element* p_smem, const FragP& tOrP, int warp_row0, int lane) {
   using Element = typename Traits::Element;
   static_assert(
@@ -294,7 +296,8 @@ CUTE_DEVICE void store_p(typename Traits::Element* p_smem, const FragP& tOrP, in
     cute::SM90_U32x4_STSM_N::copy(frag[0], frag[1], frag[2], frag[3],
                                   *reinterpret_cast<cute::uint128_t*>(tile + (row ^ (j << 4))));
   }
-  cutlass::arch::fence_view_async_shared();  // generic stores, then the other warpgroup's wgmma reads
+  if constexpr (kFence)
+    cutlass::arch::fence_view_async_shared();  // generic stores, then the other warpgroup's wgmma reads
 }
 
 // O rows r0 and r0 + 8 times s[0] and s[1]. Once the running max settles most scales are exactly

@@ -5,10 +5,11 @@
 // Two warpgroups, no producer warp. Warpgroup 1 owns S = Q K^T and the softmax of every page:
 // it publishes P (bf16) and the rows' rescale factors in shared memory (one-way: it never waits
 // for warpgroup 0) and multiplies its P from registers into O[:, 256:512]; warpgroup 0 multiplies
-// the published P into O[:, 0:256]. The two KV buffers are a ring consumed page by page: page g
-// sits in buffer g % 2, and once both warpgroups have finished reading it, warpgroup 0 refills
-// the buffer with page g + 2, so a whole page's time is always there for the next load. The same
-// thread loads each piece's Q tile by TMA once warpgroup 0 has finished the previous piece's pages
+// the published P into O[:, 0:256]; it publishes P after issuing its own P V, so the proxy fence
+// the other warpgroup's read of the P tile needs waits under tensor work. The two KV buffers are a ring
+// consumed page by page: page g sits in buffer g % 2, and once both warpgroups have finished reading it,
+// warpgroup 0 refills the buffer with page g + 2, so a whole page's time is always there for the next load.
+// The same thread loads each piece's Q tile by TMA once warpgroup 0 has finished the previous piece's pages
 // (its RoPE columns into the free P tile the piece's first page will use; warpgroup 1 takes them
 // into registers from there): the load runs under both warpgroups' epilogues instead of starting
 // the piece with a round trip to memory. Warpgroup 1 also keeps Q's last latent chunk in registers

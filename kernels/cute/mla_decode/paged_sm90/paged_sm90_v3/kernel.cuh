@@ -162,24 +162,26 @@ struct Kernel {
       return make_tensor(make_smem_ptr(sm90::opaque(smem.kv[buf].data() + kWG * T::kVHalfOffset)),
                          typename T::SmemLayoutV{});  // (256,BLK_N)
     };
-    // O += P V, waited. Warpgroup 0 multiplies the published P tile (SS), warpgroup 1 its own P
-    // from registers (RS: no wait for its other warps' P stores). RS measured 1.5-2.7% slower than
-    // SS at 251 registers (ninth session), 0.4-0.7% faster at 213 (eleventh).
-    const auto pv = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {
+    // O += P V, waited; `under` runs while its wgmmas are in flight. Warpgroup 0 multiplies the
+    // published P tile (SS), warpgroup 1 its own P from registers (RS: no wait for its other warps'
+    // P stores). RS measured 1.5-2.7% slower than SS at 251 registers (ninth session), 0.4-0.7%
+    // faster at 213 (eleventh).
+    const auto pv = [&](int buf, auto&& under) CUTLASS_LAMBDA_FUNC_INLINE {
       paged_sm90::issue_half_pv<kOwner>(
           mma_pv_regs, thr_pv_regs, mma_pv_smem, thr_pv_smem, tOrP, tOrO,
           [&]() CUTLASS_LAMBDA_FUNC_INLINE {
             return make_tensor(make_smem_ptr(sm90::opaque(smem.p[buf].data())), typename T::SmemLayoutP{});
           },
           [&]() CUTLASS_LAMBDA_FUNC_INLINE { return v_half(buf); });
+      under();
       warpgroup_wait<0>();
       warpgroup_fence_operand(tOrO);
     };
     const auto scale_o = [&](const float (&s)[2]) CUTLASS_LAMBDA_FUNC_INLINE { paged_sm90::scale_rows(tOrO, s); };
     // Addresses made here (opaque), not kept live through the loop.
     const auto store_p = [&](int buf) CUTLASS_LAMBDA_FUNC_INLINE {
-      paged_sm90::store_p<T>(smem.p[buf].data(), tOrP, sm90::opaque((wg_thread / 32) * 16),
-                             sm90::opaque(lane));
+      paged_sm90::store_p<T, false>(smem.p[buf].data(), tOrP, sm90::opaque((wg_thread / 32) * 16),
+                                    sm90::opaque(lane));
     };
 
     paged_sm90::for_each_piece(p, part, [&](int req, int first, int end) CUTLASS_LAMBDA_FUNC_INLINE {
@@ -226,10 +228,15 @@ struct Kernel {
           store_p(buf);
           if (col0 == 0)
             for (int h = 0; h < 2; ++h) smem.scale[buf][r0 + 8 * h] = scale[h];
-          SignalBarrier::arrive(&smem.p_ready[buf]);
           scale_o(scale);
           zero_tail(buf, page);
-          pv(buf);
+          // P is published under this warpgroup's own P V (RS: it does not read the P tile): the
+          // proxy fence that the other warpgroup's SS read of the tile needs waits on the P stores
+          // with the tensor pipe already busy.
+          pv(buf, [&]() CUTLASS_LAMBDA_FUNC_INLINE {
+            cutlass::arch::fence_view_async_shared();
+            SignalBarrier::arrive(&smem.p_ready[buf]);
+          });
           SignalBarrier::arrive(&smem.buffer_free[buf]);
         }
         paged_sm90::publish_piece_state(smem, piece, r0, col0, run_max, row_sum);
@@ -241,7 +248,7 @@ struct Kernel {
           for (int h = 0; h < 2; ++h) scale[h] = smem.scale[buf][r0 + 8 * h];
           scale_o(scale);
           zero_tail(buf, page);
-          pv(buf);
+          pv(buf, []() CUTLASS_LAMBDA_FUNC_INLINE {});
           SignalBarrier::arrive(&smem.buffer_free[buf]);
           if (elected) {  // refill the buffer with page g + 2 once both have read it
             SignalBarrier::wait(&smem.buffer_free[buf], phase);
