@@ -116,7 +116,7 @@ class Plan:
 
     @property
     def kernel(self) -> str:
-        """The kernel that runs: "cute/mla_decode/paged_sm90/v11"."""
+        """The kernel that runs: "cute/mla_decode/paged_sm90/v12"."""
         return self._decoder.kernel
 
     @property

@@ -22,9 +22,10 @@ from cutelab.compat import flash_mla  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 DB = os.environ.get("CUTELAB_DEVICE_DB", "")
-KERNELS = ["cute/mla_decode/paged_sm90_pairs/v3", "cute/mla_decode/paged_sm90_pairs/v2",
-           "cute/mla_decode/paged_sm90/v11", "cute/mla_decode/paged_sm90/v8", "cute/mla_decode/paged_sm90/v3",
-           "cute/mla_decode/paged_sm90/v2", "cute/mla_decode/paged_sm90/v1"]
+KERNELS = ["cute/mla_decode/paged_sm90_pairs/v4", "cute/mla_decode/paged_sm90_pairs/v3",
+           "cute/mla_decode/paged_sm90_pairs/v2", "cute/mla_decode/paged_sm90/v12", "cute/mla_decode/paged_sm90/v11",
+           "cute/mla_decode/paged_sm90/v8", "cute/mla_decode/paged_sm90/v3", "cute/mla_decode/paged_sm90/v2",
+           "cute/mla_decode/paged_sm90/v1"]
 TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
@@ -137,10 +138,11 @@ def test_python_path_equals_cpp_path_bit_for_bit(kernel, c):
 @pytest.mark.parametrize("config", ["fo2_mb1_evictnormal_pairs", "fo8_mb4_evictfirst_p16_pairs",
                                     "fo8_mb4_evictfirst_p16"])
 @pytest.mark.parametrize("c", [MATRIX[3], MATRIX[9], MATRIX[11]], ids=matrix_id)
-def test_v11_main_kernel_chosen_by_config_through_the_decoder(config, c):
-    # v11's main kernel is a config choice: plan() carries it to the decoder as the harness runs it.
+@pytest.mark.parametrize("version, pairs", [("v11", "v3"), ("v12", "v4")])
+def test_main_kernel_chosen_by_config_through_the_decoder(version, pairs, config, c):
+    # v11's and v12's main kernel is a config choice: plan() carries it to the decoder as the harness runs it.
     lens, s_q, h_q, h_kv, causal, dtype = c
-    kernel = "cute/mla_decode/paged_sm90/v11"
+    kernel = f"cute/mla_decode/paged_sm90/{version}"
     cpp = cutelab._C.cpp_case(kernel=kernel, config=config, s_q=s_q, h_q=h_q, h_kv=h_kv, lens=lens, causal=causal,
                               dtype=dtype, kv_format="", seed=7, device=0, db_path=DB)
     t = {k: torch.from_dlpack(cpp[k]) for k in ("q", "kv_cache", "block_table", "seqlens", "out", "lse")}
@@ -152,7 +154,7 @@ def test_v11_main_kernel_chosen_by_config_through_the_decoder(config, c):
     assert torch.equal(bits(out), bits(t["out"]))
     assert torch.equal(bits(lse), bits(t["lse"]))
     # ... and it is the kernel its name says: the pair kernel's or v3's output, bit for bit.
-    own = ("cute/mla_decode/paged_sm90_pairs/v3", config[:-len("_pairs")]) if config.endswith("_pairs") \
+    own = (f"cute/mla_decode/paged_sm90_pairs/{pairs}", config[:-len("_pairs")]) if config.endswith("_pairs") \
         else ("cute/mla_decode/paged_sm90/v3", config)
     ref = cutelab._C.cpp_case(kernel=own[0], config=own[1], s_q=s_q, h_q=h_q, h_kv=h_kv, lens=lens, causal=causal,
                               dtype=dtype, kv_format="", seed=7, device=0, db_path=DB)
@@ -334,7 +336,7 @@ def test_wrong_reuse_is_refused_and_nothing_is_written():
 def test_config_from_the_tuning_cache(tmp_path, monkeypatch):
     q, kv, block_table, seqlens = make_inputs([100] * 4, 1, 16)
     default = mla.plan(seqlens, block_table, num_heads_q=16)
-    assert default.kernel == "cute/mla_decode/paged_sm90/v11" and default.config_source == "first valid"
+    assert default.kernel == "cute/mla_decode/paged_sm90/v12" and default.config_source == "first valid"
     given = mla.plan(seqlens, block_table, num_heads_q=16, config="fo2_mb16_evictnormal")
     assert given.config == "fo2_mb16_evictnormal" and given.config_source == "given"
     cli = os.environ.get("CUTELAB_CLI")
@@ -353,14 +355,14 @@ def test_config_from_the_tuning_cache(tmp_path, monkeypatch):
         chosen = mla.plan(seqlens, block_table, num_heads_q=16, max_seqlen=200)
         assert chosen.kernel == "cute/mla_decode/paged_sm90/v2" and chosen.config_source == "cache"
         # A winner ranked by the rotating figure comes first, for the kernel too: v2 tuned by the flush
-        # figure, the family default (v11) by the rotating one, for the same shape.
+        # figure, the family default (v12) by the rotating one, for the same shape.
         for kernel, timing in (("cute/mla_decode/paged_sm90/v2", "flush"), ("mla_decode", "rotating")):
             subprocess.run([cli, "run", kernel, "--b=4", "--t=300", "--h=16", "--tune", "--timing", timing,
                             "--max-time", "0.05", "--no-check"], check=True, capture_output=True)
         doc = json.loads((tmp_path / "tune.json").read_text())
         entries = doc["entries"]
         (rotating,) = [e for key, e in entries.items() if key.endswith("|timing=rotating")]
-        assert rotating["key"]["kernel"] == "cute/mla_decode/paged_sm90/v11"
+        assert rotating["key"]["kernel"] == "cute/mla_decode/paged_sm90/v12"
         assert rotating["key"]["timing"] == "rotating"
         # The basis decides, not the lowest median over both: v2's flush entry made far faster changes nothing.
         (v2_flush,) = [e for e in entries.values()
@@ -368,9 +370,9 @@ def test_config_from_the_tuning_cache(tmp_path, monkeypatch):
         v2_flush["median_us"] = rotating["median_us"] / 1000
         (tmp_path / "tune.json").write_text(json.dumps(doc))
         served = mla.plan(seqlens, block_table, num_heads_q=16, max_seqlen=300)
-        assert served.kernel == "cute/mla_decode/paged_sm90/v11" and served.config_source == "cache (rotating)"
+        assert served.kernel == "cute/mla_decode/paged_sm90/v12" and served.config_source == "cache (rotating)"
         assert served.config == rotating["config"]
-    with pytest.raises(ValueError, match=r"config 'nope' is not a config of cute/mla_decode/paged_sm90/v11"):
+    with pytest.raises(ValueError, match=r"config 'nope' is not a config of cute/mla_decode/paged_sm90/v12"):
         mla.plan(seqlens, block_table, num_heads_q=16, config="nope")
     with pytest.raises(ValueError, match=r"baseline/mla_decode/naive/v1 runs only inside the harness"):
         mla.plan(seqlens, block_table, num_heads_q=16, kernel="baseline/mla_decode/naive/v1")

@@ -40,6 +40,7 @@
 #include "cute/mla_decode/paged_sm90_fp8/paged_sm90_fp8_v18/api.hpp"
 #include "cute/mla_decode/paged_sm90_pairs/paged_sm90_pairs_v2/api.hpp"
 #include "cute/mla_decode/paged_sm90_pairs/paged_sm90_pairs_v3/api.hpp"
+#include "cute/mla_decode/paged_sm90_pairs/paged_sm90_pairs_v4/api.hpp"
 #include "cutelab/core/error.hpp"
 #include "cutelab/runtime/check.hpp"
 #include "cutelab/runtime/registry.hpp"
@@ -83,6 +84,9 @@ std::vector<Version> versions() {
        KvFormat::bf16, MlaArithmetic::q_precision, PartialFormat::out_dtype},
       {"paged_sm90_pairs_v3", [](DType d) { return paged_sm90_pairs_v3::main_kernel(d, PartialFormat::fp32); }},
       {"paged_sm90_pairs_v3_p16", [](DType d) { return paged_sm90_pairs_v3::main_kernel(d, PartialFormat::out_dtype); },
+       KvFormat::bf16, MlaArithmetic::q_precision, PartialFormat::out_dtype},
+      {"paged_sm90_pairs_v4", [](DType d) { return paged_sm90_pairs_v4::main_kernel(d, PartialFormat::fp32); }},
+      {"paged_sm90_pairs_v4_p16", [](DType d) { return paged_sm90_pairs_v4::main_kernel(d, PartialFormat::out_dtype); },
        KvFormat::bf16, MlaArithmetic::q_precision, PartialFormat::out_dtype},
       {"paged_sm90_v8_n16", [](DType) { return v8_kernel(PartialFormat::fp32, 16); }, KvFormat::bf16,
        MlaArithmetic::q_precision, PartialFormat::fp32, 16},
@@ -520,20 +524,21 @@ TEST(MlaDecodeConfigs, UntunedDefaultComesFirst) {
   EXPECT_EQ(first(v18, {{"b", "128"}, {"h", "32"}, {"kv-dtype", "fp8_token"}}), "fo8_mb1_evictnormal");
 }
 
-// v11 tunes its main kernel where a KV head has more than v8's 32 rows: every schedule config once
-// with v3's one S owner and once with paged_sm90_pairs/v3's pairs ("_pairs", params.main_kernel);
-// at <= 32 rows the pairs configs are refused with the reason (v8's kernel runs). The untuned
-// default takes the pairs, with pieces costed at 8 pages and the KV evicted first, for bf16 where
-// each SM visits >= 192 pages at >= 128 rows.
-TEST(MlaDecodeConfigs, V11ChoosesItsMainKernelByConfig) {
+// v11 and v12 tune their main kernel where a KV head has more than v8's 32 rows: every schedule
+// config once with v3's one S owner and once with the pairs ("_pairs", params.main_kernel; v11:
+// paged_sm90_pairs/v3's kernel, v12: pairs/v4's); at <= 32 rows the pairs configs are refused with
+// the reason (v8's kernel runs). The untuned default takes the pairs, with pieces costed at 8 pages
+// and the KV evicted first, for bf16 where each SM visits >= 192 pages at >= 128 rows.
+void expect_main_kernel_by_config(const std::string& id) {
+  SCOPED_TRACE(id);
   const DeviceInfo dev = h200_limits();
-  const KernelPlan& v11 = Registry::instance().find("cute/mla_decode/paged_sm90/v11");
+  const KernelPlan& plan = Registry::instance().find(id);
   const auto problem = [](std::map<std::string, std::string> given) {
     return make_problem(MlaDecodeProblem::family(), given);
   };
   const auto kernels = [&](const Problem& p) {
     std::map<std::string, int> n;
-    for (const ConfigDesc& c : v11.configs(p, dev)) {
+    for (const ConfigDesc& c : plan.configs(p, dev)) {
       const std::string k = c.params.at("main_kernel").get<std::string>();
       EXPECT_EQ(c.name.ends_with("_pairs"), k == "pairs") << c.name;
       ++n[k];
@@ -545,8 +550,8 @@ TEST(MlaDecodeConfigs, V11ChoosesItsMainKernelByConfig) {
   EXPECT_GT(both.at("owner"), 0);
   EXPECT_EQ(both.at("pairs"), both.at("owner"));
   const Problem h16 = problem({{"b", "128"}, {"h", "16"}, {"t", "4096"}});
-  for (const ConfigDesc& c : v11.configs(h16, dev)) {
-    const std::optional<std::string> why = v11.validate(h16, c, dev);
+  for (const ConfigDesc& c : plan.configs(h16, dev)) {
+    const std::optional<std::string> why = plan.validate(h16, c, dev);
     if (c.name.ends_with("_pairs")) {
       ASSERT_TRUE(why.has_value()) << c.name;
       EXPECT_THAT(*why, HasSubstr("its pairs main kernel serves no 16 query rows a KV head")) << c.name;
@@ -554,13 +559,13 @@ TEST(MlaDecodeConfigs, V11ChoosesItsMainKernelByConfig) {
       EXPECT_FALSE(why.has_value()) << c.name << ": " << *why;
     }
   }
-  for (const ConfigDesc& c : v11.configs(h128, dev))
-    EXPECT_FALSE(v11.validate(h128, c, dev).has_value()) << c.name;
+  for (const ConfigDesc& c : plan.configs(h128, dev))
+    EXPECT_FALSE(plan.validate(h128, c, dev).has_value()) << c.name;
 
   const auto first = [&](std::map<std::string, std::string> given) {
     const Problem p = problem(given);
-    for (const ConfigDesc& c : v11.configs(p, dev))
-      if (!v11.validate(p, c, dev)) return c.name;
+    for (const ConfigDesc& c : plan.configs(p, dev))
+      if (!plan.validate(p, c, dev)) return c.name;
     return std::string("none");
   };
   EXPECT_EQ(first({{"b", "128"}, {"h", "128"}, {"t", "16384"}}), "fo8_mb1_evictfirst_p16_pairs");
@@ -580,22 +585,41 @@ TEST(MlaDecodeConfigs, V11ChoosesItsMainKernelByConfig) {
   EXPECT_EQ(first({{"b", "128"}, {"h", "128"}, {"hkv", "2"}, {"t", "16384"}}).ends_with("_pairs"), false);
   EXPECT_EQ(first({{"b", "128"}, {"h", "128"}, {"t", "16384"}, {"dtype", "f16"}}).ends_with("_pairs"), false);
   const Problem f16_h16 = problem({{"b", "8"}, {"h", "16"}, {"t", "4096"}, {"dtype", "f16"}});
-  for (const ConfigDesc& c : v11.configs(f16_h16, dev))
+  for (const ConfigDesc& c : plan.configs(f16_h16, dev))
     if (c.name.ends_with("_pairs")) {
-      const std::optional<std::string> why = v11.validate(f16_h16, c, dev);
+      const std::optional<std::string> why = plan.validate(f16_h16, c, dev);
       ASSERT_TRUE(why.has_value()) << c.name;
       EXPECT_THAT(*why, HasSubstr("serves no 16 query rows a KV head with f16 q")) << c.name;
     }
   // An FP8 cache: neither kernel reads it, every config refused with the reason.
   const Problem fp8 = problem({{"b", "128"}, {"h", "128"}, {"t", "16384"}, {"kv-dtype", "fp8_tensor"}});
-  for (const ConfigDesc& c : v11.configs(fp8, dev)) {
-    const std::optional<std::string> why = v11.validate(fp8, c, dev);
+  for (const ConfigDesc& c : plan.configs(fp8, dev)) {
+    const std::optional<std::string> why = plan.validate(fp8, c, dev);
     ASSERT_TRUE(why.has_value()) << c.name;
     EXPECT_THAT(*why, HasSubstr("reads no fp8_tensor KV cache")) << c.name;
   }
+}
+
+TEST(MlaDecodeConfigs, V11ChoosesItsMainKernelByConfig) {
+  expect_main_kernel_by_config("cute/mla_decode/paged_sm90/v11");
+}
+
+// v12's configs name each main kernel's block: v3's 256 threads, the pair kernel's 384 (a producer
+// warpgroup).
+TEST(MlaDecodeConfigs, V12ChoosesItsMainKernelByConfig) {
+  expect_main_kernel_by_config("cute/mla_decode/paged_sm90/v12");
+  const DeviceInfo dev = h200_limits();
+  const Problem h128 = make_problem(MlaDecodeProblem::family(), {{"b", "128"}, {"h", "128"}, {"t", "16384"}});
+  for (const ConfigDesc& c : Registry::instance().find("cute/mla_decode/paged_sm90/v12").configs(h128, dev))
+    EXPECT_EQ(c.params.at("threads").get<int>(), c.name.ends_with("_pairs") ? 384 : 256) << c.name;
+}
+
+TEST(MlaDecodeConfigs, OneMainKernelVersionsKeepTheirParams) {
+  const DeviceInfo dev = h200_limits();
+  const Problem h128 = make_problem(MlaDecodeProblem::family(), {{"b", "128"}, {"h", "128"}, {"t", "16384"}});
   // The versions with one main kernel keep their configs' params as before (no main_kernel).
   for (const char* id : {"cute/mla_decode/paged_sm90/v8", "cute/mla_decode/paged_sm90/v3",
-                         "cute/mla_decode/paged_sm90_pairs/v3"})
+                         "cute/mla_decode/paged_sm90_pairs/v3", "cute/mla_decode/paged_sm90_pairs/v4"})
     for (const ConfigDesc& c : Registry::instance().find(id).configs(h128, dev)) {
       EXPECT_FALSE(c.params.contains("main_kernel")) << id << " " << c.name;
       EXPECT_FALSE(c.name.ends_with("_pairs")) << id << " " << c.name;

@@ -8,7 +8,7 @@
 //       (or main_kernel(DType, KvFormat, PartialFormat): also split pieces in out's dtype; or
 //       main_kernel(DType, KvFormat, PartialFormat, int rows): by query rows a KV head as well)
 //     static constexpr int kRegistersPerSm;   // registers one CTA needs (after setmaxnreg, if any)
-//     static constexpr int kThreads, kStages;
+//     static constexpr int kThreads, kStages;  // kThreads: the largest block of its main kernels
 //     static constexpr int kMinBlocksPerPart[N];  // the schedule's shortest-part values to tune over
 //     static constexpr MlaArithmetic kArithmetic;  // optional: what it rounds to e4m3 (default none)
 //     static MlaArithmetic arithmetic_for_rows(int rows);  // optional, instead: by query rows a KV head
@@ -18,6 +18,7 @@
 //     // rows, int kernel) with null where that kernel does not serve the rows, and the index the
 //     // untuned default takes for a problem (which may also set the schedule knobs that kernel wants).
 //     static constexpr std::array<const char*, N> kMainKernels;
+//     static constexpr std::array<int, N> kMainKernelThreads;  // where their blocks differ
 //     static int preferred_main_kernel(const MlaDecodeProblem&, const DeviceInfo&, TuneConfig&);
 //   };
 
@@ -70,6 +71,15 @@ template <class Version>
     return static_cast<int>(Version::kMainKernels.size());
   else
     return 1;
+}
+
+// The block size of a version's main kernel `kernel` (kMainKernelThreads where its kernels differ).
+template <class Version>
+[[nodiscard]] constexpr int main_kernel_threads(int kernel) {
+  if constexpr (requires { Version::kMainKernelThreads; })
+    return Version::kMainKernelThreads[kernel];
+  else
+    return Version::kThreads;
 }
 
 // A version's main kernel for (dtype, KV format, partial rows); function null when not served. A
@@ -144,7 +154,7 @@ struct PlanConfig {
                         {"partials", partial_format_name(tune.partials)},
                         {"tail_parts", tune.tail_parts},
                         {"block_m", kBlockM},
-                        {"threads", Version::kThreads},
+                        {"threads", main_kernel_threads<Version>(main_kernel)},
                         {"stages", Version::kStages}};
     if constexpr (main_kernel_count<Version>() > 1) j["main_kernel"] = main_kernel_name(main_kernel);
     return j;
