@@ -66,9 +66,9 @@ struct Kernel {
     }
     cutlass::arch::warpgroup_reg_alloc<T::kConsumerRegisters>();
     if (threadIdx.x < 128)
-      consume<0>(p, kv_map, q_map, smem, part);
+      consume<0>(p, q_map, smem, part);
     else
-      consume<1>(p, kv_map, q_map, smem, part);
+      consume<1>(p, q_map, smem, part);
   }
 
   // One thread: the part's pages in the consumers' order, a pair at a time (page j of a piece in buffer
@@ -106,8 +106,8 @@ struct Kernel {
   // Consumer warpgroup kWG: S of the pair's page in buffer kWG, O[:, 256 kWG : 256 kWG + 256], the release
   // of the column groups it reads last (group 0 of both buffers for warpgroup 0, group 1 for warpgroup 1).
   template <int kWG>
-  CUTE_DEVICE static void consume(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* q_map,
-                                  SharedStorage& smem, const PartInfo& part) {
+  CUTE_DEVICE static void consume(const Params& p, const CUtensorMap* q_map, SharedStorage& smem,
+                                  const PartInfo& part) {
     using namespace cute;
     // Recomputed where used (opaque): kept live through the page loop they would take registers.
     const auto kv_head = [&]() CUTLASS_LAMBDA_FUNC_INLINE {
