@@ -43,8 +43,8 @@ struct Version {
   static std::string summary() {
     return concat(
         "v8 (S^T = K Q^T up to 32 query rows a KV head, v3's one S owner above), and above 32 rows "
-        "paged_sm90_pairs/v4's pair kernel (a producer warpgroup) as a tuning choice (the untuned default with bf16 where "
-        "each SM visits >= ",
+        "paged_sm90_pairs/v4's pair kernel (a producer warpgroup) as a tuning choice (the untuned "
+        "default with bf16 where each SM visits >= ",
         kPairsFromPagesPerSm, " pages at >= ", kPairsFromRows, " rows); split-KV on the GPU");
   }
   static constexpr std::array<const char*, 2> kMainKernels{"owner", "pairs"};
@@ -78,7 +78,8 @@ struct Version {
   // registers, the pairs' 384 after setmaxnreg).
   using Pairs = paged_sm90_pairs_v4::Traits<cute::bfloat16_t>;
   static constexpr int kRegistersPerSm = paged_sm90_v3::Traits<cute::bfloat16_t>::kThreads * 255;
-  static_assert(kRegistersPerSm >= Pairs::kProducerRegisters * 128 + Pairs::kConsumerRegisters * Pairs::kConsumerThreads);
+  static_assert(kRegistersPerSm >=
+                Pairs::kProducerRegisters * 128 + Pairs::kConsumerRegisters * Pairs::kConsumerThreads);
   static constexpr int kThreads = Pairs::kThreads;
   static constexpr std::array<int, 2> kMainKernelThreads{paged_sm90_v3::Traits<cute::bfloat16_t>::kThreads,
                                                          Pairs::kThreads};

@@ -13,7 +13,8 @@ struct Version {
   static KernelId id() { return {"cute", "mla_decode", "paged_sm90_pairs", "v4"}; }
   static std::string summary() {
     return "v3's pairs (each S once, each softmax under the other consumer warpgroup's tensor work) with a "
-           "producer warpgroup issuing every KV copy as the last reader frees a column group; split-KV on the GPU";
+           "producer warpgroup issuing every KV copy as the last reader frees a column group; split-KV on "
+           "the GPU";
   }
   static paged_sm90::MainKernel main_kernel(DType dtype, KvFormat kv, PartialFormat partials) {
     return paged_sm90::same_as_q(dtype, kv) ? paged_sm90_pairs_v4::main_kernel(dtype, partials)
