@@ -73,9 +73,9 @@ struct Kernel {
 
   // One thread: the part's pages in the consumers' order, a pair at a time (page j of a piece in buffer
   // j % 2, each piece from buffer 0), each column group loaded once its last reader has freed it. Within
-  // a pair the groups go in the order they free up: a's group 0 (warpgroup 0's P_a V), b's group 1
-  // (warpgroup 1's P_b V), a's group 1 (warpgroup 1's P_a V), b's group 0 (warpgroup 0's P_b V); each
-  // next S starts on the group refilled first.
+  // a pair the groups go in the order they free up: a's group 0 (warpgroup 0's P_a V), a's group 1
+  // (warpgroup 1's P_a V, under its softmax of b), b's group 1 (warpgroup 1's P_b V), b's group 0
+  // (warpgroup 0's P_b V); each next S starts on the group its own warpgroup freed.
   CUTE_DEVICE static void produce(const Params& p, const CUtensorMap* kv_map, SharedStorage& smem,
                                   const PartInfo& part) {
     const int kv_head = static_cast<int>(blockIdx.x) / p.m_tiles;
@@ -92,10 +92,10 @@ struct Kernel {
         const bool has_b = a + 1 < end;
         const int id_a = table[a], id_b = has_b ? table[a + 1] : 0;
         load(cute::Int<0>{}, 0, id_a);
-        if (has_b) load(cute::Int<1>{}, 1, id_b);
         load(cute::Int<1>{}, 0, id_a);
         ++uses[0];
         if (has_b) {
+          load(cute::Int<1>{}, 1, id_b);
           load(cute::Int<0>{}, 1, id_b);
           ++uses[1];
         }
@@ -259,8 +259,7 @@ struct Kernel {
       // S of `page` (in tSrS) against the running max m_in: with kMask, masked where the page reaches a
       // row's limit (only the pairs that may need it are built with it: the compiler turns a run-time
       // branch around the mask into ~100 selects and divisions on every page), m_new = the max after it, rescale =
-      // exp2(m_in - m_new), P in tOrP (and in tSrS, fp32, where warpgroup 0 rescales it later), sum =
-      // this thread's P sums.
+      // exp2(m_in - m_new), P in tOrP, sum = this thread's P sums.
       const int min_limit = p.causal ? seqlen - p.s_q + 1 : seqlen;  // keys every row sees
       const auto softmax = [&](int page, const float (&m_in)[2], float (&m_new)[2], float (&rescale)[2],
                                float (&sum)[2], auto mask) CUTLASS_LAMBDA_FUNC_INLINE {
@@ -292,7 +291,6 @@ struct Kernel {
           const int h = (i >> 1) & 1;
           const float prob = device::ex2_approx_ftz(fmaf(tSrS(i), p.scale_log2, -base[h]));
           sum[h] += prob;
-          if constexpr (kWG == 0) tSrS(i) = prob;
           // The accumulator's register order is the RS A-operand order (host-tested).
           tOrP(i) = static_cast<Element>(prob);
         }
@@ -303,12 +301,18 @@ struct Kernel {
       // reach a row's limit. Without a + 2 this is the piece's last pair: the next piece's Q tile and
       // RoPE operand are loaded. Each warpgroup frees its column group of a (and b) after its last
       // read. On entry S of a sits in warpgroup 0's tSrS and S of b in warpgroup 1's.
+      //
+      // P_a is published at max_a, not at the pair's max: warpgroup 1 multiplies it the moment it
+      // arrives, under its own softmax of b, so both groups of buffer 0 are free before that softmax
+      // ends (a's refill starts ~a softmax and a P V earlier than when P_a waited for max_b); each
+      // warpgroup then rescales its O by scale_b before P_b V, which the lazy reference max skips on
+      // almost every pair (sixtieth session: 2-3.4% faster on the b128 h_q = 128 rows).
       const auto pair = [&](int a, auto has_b, auto has_a2, auto has_b2, auto mask) CUTLASS_LAMBDA_FUNC_INLINE {
         constexpr bool kHasB = decltype(has_b)::value, kHasA2 = decltype(has_a2)::value;
         [[maybe_unused]] constexpr bool kHasB2 = decltype(has_b2)::value;  // (warpgroup 1's)
         constexpr bool kLast = !kHasA2;
         // Both warpgroups' S of this piece are done (their registers are free) or are once warpgroup 0
-        // has published max_a (smem.q is free then).
+        // has published P_a (smem.q is free then).
         if constexpr (kLast)
           if (next_req >= 0)
             paged_sm90::load_rope_operand<T>(p, next_req, kv_head(), m_tile(), sm90::opaque(r0), col0, tSrQRope);
@@ -316,7 +320,10 @@ struct Kernel {
           float m_a[2], s_a[2], sum[2];
           softmax(a, run_max, m_a, s_a, sum, mask);
           publish(smem.max_a, smem.scale_a, m_a, s_a);
-          NamedBarrier::arrive(kThreads, T::kMaxAReady);
+          // P_a stored before its own P_a V is issued: warpgroup 1 waits on it, and 0.3-0.8% faster
+          // than under that P V (sixtieth session).
+          store_p();
+          NamedBarrier::arrive(kThreads, T::kPaReady);
           for (int h = 0; h < 2; ++h) row_sum[h] = row_sum[h] * s_a[h] + sum[h];
           scale_o(s_a);
           if constexpr (!kHasB) zero_tail(0, a);
@@ -331,16 +338,6 @@ struct Kernel {
             run_max[h] = smem.max_b[r0 + 8 * h];
             row_sum[h] *= s_b[h];
           }
-          // P_a to the pair's max (without b, max_b = max_a). With partials in out's dtype a warp whose
-          // rows all kept their reference on b skips it (tOrP holds P_a already): 0.3-0.5% faster there;
-          // with fp32 partials the same skip spilled 4 bytes and was 0.2% slower (fifty-first session).
-          if (kHasB &&
-              (kPartials == PartialFormat::fp32 || __any_sync(0xffffffffu, s_b[0] != 1.f || s_b[1] != 1.f))) {
-            CUTE_UNROLL
-            for (int i = 0; i < size(tOrP); ++i) tOrP(i) = static_cast<Element>(tSrS(i) * s_b[(i >> 1) & 1]);
-          }
-          store_p();
-          NamedBarrier::arrive(kThreads, T::kPaReady);
           if constexpr (kHasB) {
             NamedBarrier::sync(kThreads, T::kPbReady);
             scale_o(s_b);
@@ -363,7 +360,7 @@ struct Kernel {
             free_group(1, 0);
           }
         } else {
-          NamedBarrier::sync(kThreads, T::kMaxAReady);
+          NamedBarrier::sync(kThreads, T::kPaReady);  // max_a, scale_a and P_a
           if constexpr (kLast)
             if (elected && next_req >= 0)
               paged_sm90::load_q_tma<T, false>(p, q_map, &smem.q_ready, smem.q.data(), nullptr, next_req, kv_head(),
@@ -373,6 +370,9 @@ struct Kernel {
             m_a[h] = smem.max_a[r0 + 8 * h];
             s_a[h] = smem.scale_a[r0 + 8 * h];
           }
+          scale_o(s_a);
+          if constexpr (!kHasB) zero_tail(0, a);
+          pv_remote(0);  // under this warpgroup's softmax of b
           if constexpr (kHasB) {
             softmax(a + 1, m_a, m_b, s_b, sum, mask);
           } else {
@@ -383,29 +383,22 @@ struct Kernel {
           }
           publish(smem.max_b, smem.scale_b, m_b, s_b);
           SignalBarrier::arrive(&smem.max_b_ready);
-          float s_ab[2];
           for (int h = 0; h < 2; ++h) {
-            s_ab[h] = s_a[h] * s_b[h];
-            row_sum[h] = row_sum[h] * s_ab[h] + sum[h];
+            row_sum[h] = row_sum[h] * s_a[h] * s_b[h] + sum[h];
             run_max[h] = m_b[h];
           }
-          scale_o(s_ab);
-          if constexpr (kHasB) {
-            store_p();
-            if constexpr (!kHasA2) zero_tail(1, a + 1);
-            pv_local(1);
-          }
-          NamedBarrier::sync(kThreads, T::kPaReady);
-          if constexpr (!kHasB) zero_tail(0, a);
-          pv_remote(0);
-          if constexpr (kHasB) {
-            NamedBarrier::arrive(kThreads, T::kPbReady);
-            warpgroup_wait<1>();  // P_b V done
-            warpgroup_fence_operand(tOrO);
-            free_group(1, 1);  // read last by P_b V
-          }
+          if constexpr (kHasB) store_p();
           pv_done();
           free_group(0, 1);  // read last by P_a V
+          if constexpr (kHasB) {
+            // After P_a V's wait: warpgroup 0 writes the next P_a only once it has passed this barrier.
+            NamedBarrier::arrive(kThreads, T::kPbReady);
+            scale_o(s_b);
+            if constexpr (!kHasA2) zero_tail(1, a + 1);
+            pv_local(1);
+            pv_done();
+            free_group(1, 1);  // read last by P_b V
+          }
           if constexpr (kHasB2) {  // S of a + 3: first the group freed above
             qk_own_group();
             qk_other_group();
