@@ -36,6 +36,26 @@ struct Kernel {
 
   CUTE_DEVICE static float base_of(float running_max) { return running_max == -INFINITY ? 0.f : running_max; }
 
+  // This thread's RoPE operand of the RS wgmma (paged_sm90::load_rope_operand's registers) without its
+  // zeroing of padded rows: those take row 0's values (their results are never stored), so nothing reads
+  // the loaded registers before the S that needs them. The zeroing selects made a piece's last pair wait
+  // ~2.5-3.5k cycles for the loads where pieces meet (sixty-first session).
+  template <class FragRope>
+  CUTE_DEVICE static void load_rope_operand(const Params& p, int req, int kv_head, int m_tile, int r0, int col0,
+                                            FragRope& tSrQRope) {
+    const int packed0 = m_tile * kBlockM + r0;
+    const Element* rope0 = paged_sm90::q_row<Element>(p, req, kv_head, packed0 < p.rows_per_head ? packed0 : 0);
+    const Element* rope8 =
+        paged_sm90::q_row<Element>(p, req, kv_head, packed0 + 8 < p.rows_per_head ? packed0 + 8 : 0);
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(tSrQRope); i += 2) {  // column pairs: one 4-byte load
+      const auto pair = *reinterpret_cast<const cute::array<Element, 2>*>(((i >> 1) & 1 ? rope8 : rope0) +
+                                                                          T::kHeadDimV + col0 + 8 * (i >> 2));
+      tSrQRope(i) = pair[0];
+      tSrQRope(i + 1) = pair[1];
+    }
+  }
+
   CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* q_map) {
     extern __shared__ __align__(1024) char smem_raw[];
     auto& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
@@ -239,16 +259,18 @@ struct Kernel {
         if (kWG == 1 && elected)
           paged_sm90::load_q_tma<T, false>(p, q_map, &smem.q_ready, smem.q.data(), nullptr, req, kv_head(),
                                            m_tile());
-        paged_sm90::load_rope_operand<T>(p, req, kv_head(), m_tile(), sm90::opaque(r0), col0, tSrQRope);
+        load_rope_operand(p, req, kv_head(), m_tile(), sm90::opaque(r0), col0, tSrQRope);
       }
       FullBarrier::wait(&smem.q_ready, piece & 1);
       int next_req = -1;  // the part's next piece (found under the first S), -1: none
 
       // Tokens past the sequence's end may hold anything (NaN in the tests): 0 * NaN is NaN in the
-      // tensor core, so each reader of a last page's V zeroes its V columns of those rows.
+      // tensor core, so each reader of a last page's V zeroes its V columns of those rows. Only the
+      // request's last page has fewer than kBlockN valid tokens (a page past it only under a stale plan,
+      // whose outputs are NaN): the schedule entry is not read in the last pair.
       const auto zero_tail = [&](int buf, int page) CUTLASS_LAMBDA_FUNC_INLINE {
         const int valid = max(0, sm90::opaque(seqlen) - page * kBlockN);  // (negative only for a stale plan)
-        if (page == p.schedule.requests[req].num_blocks - 1 && valid < kBlockN)
+        if (valid < kBlockN)
           paged_sm90::zero_v_tail<T>(smem.kv[buf].data(), valid, kWG, T::kWarpgroupSync + kWG);
       };
 
@@ -312,10 +334,10 @@ struct Kernel {
         [[maybe_unused]] constexpr bool kHasB2 = decltype(has_b2)::value;  // (warpgroup 1's)
         constexpr bool kLast = !kHasA2;
         // Both warpgroups' S of this piece are done (their registers are free) or are once warpgroup 0
-        // has published P_a (smem.q is free then).
+        // has published P_a (smem.q is free then). The loads land under this pair.
         if constexpr (kLast)
           if (next_req >= 0)
-            paged_sm90::load_rope_operand<T>(p, next_req, kv_head(), m_tile(), sm90::opaque(r0), col0, tSrQRope);
+            load_rope_operand(p, next_req, kv_head(), m_tile(), sm90::opaque(r0), col0, tSrQRope);
         if constexpr (kWG == 0) {
           float m_a[2], s_a[2], sum[2];
           softmax(a, run_max, m_a, s_a, sum, mask);
