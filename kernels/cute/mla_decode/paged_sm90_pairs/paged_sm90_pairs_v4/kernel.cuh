@@ -39,7 +39,7 @@ struct Kernel {
   // This thread's RoPE operand of the RS wgmma (paged_sm90::load_rope_operand's registers) without its
   // zeroing of padded rows: those take row 0's values (their results are never stored), so nothing reads
   // the loaded registers before the S that needs them. The zeroing selects made a piece's last pair wait
-  // ~2.5-3.5k cycles for the loads where pieces meet (sixty-first session).
+  // ~2-3.5k cycles for the loads where pieces meet (sixty-first session).
   template <class FragRope>
   CUTE_DEVICE static void load_rope_operand(const Params& p, int req, int kv_head, int m_tile, int r0, int col0,
                                             FragRope& tSrQRope) {
