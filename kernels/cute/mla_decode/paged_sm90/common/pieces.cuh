@@ -172,8 +172,11 @@ CUTE_DEVICE const Element* q_row(const Params& p, int req, int kv_head, int pack
 
 // This thread's RoPE operand of the RS wgmma for the Q tile of request `req` straight from q: rows r0
 // and r0 + 8 of the M tile, 16 columns; register i holds row r0 + 8 * ((i >> 1) & 1), column
-// col0 + (i & 1) + 8 * (i >> 2), like the accumulator (host-tested); padded rows are 0.
-template <class Traits, class FragRope>
+// col0 + (i & 1) + 8 * (i >> 2), like the accumulator (host-tested); padded rows are 0. kZeroPadded =
+// false: padded rows take row 0's values instead (for callers that never store their results), so nothing
+// reads the loaded registers before the wgmma that needs them and the loads stall no instruction before it
+// (the zeroing selects held up pairs v4's last pair ~2-3.5k cycles where pieces meet, sixty-first session).
+template <class Traits, bool kZeroPadded = true, class FragRope>
 CUTE_DEVICE void load_rope_operand(const Params& p, int req, int kv_head, int m_tile, int r0, int col0,
                                    FragRope& tSrQRope) {
   using Element = typename Traits::Element;
@@ -186,7 +189,7 @@ CUTE_DEVICE void load_rope_operand(const Params& p, int req, int kv_head, int m_
     const int c = col0 + 8 * (i >> 2);
     const bool upper = (i >> 1) & 1;
     const auto pair = *reinterpret_cast<const cute::array<Element, 2>*>((upper ? rope8 : rope0) + c);
-    const bool live = upper ? live8 : live0;
+    const bool live = !kZeroPadded || (upper ? live8 : live0);
     tSrQRope(i) = live ? pair[0] : Element(0);
     tSrQRope(i + 1) = live ? pair[1] : Element(0);
   }

@@ -36,26 +36,6 @@ struct Kernel {
 
   CUTE_DEVICE static float base_of(float running_max) { return running_max == -INFINITY ? 0.f : running_max; }
 
-  // This thread's RoPE operand of the RS wgmma (paged_sm90::load_rope_operand's registers) without its
-  // zeroing of padded rows: those take row 0's values (their results are never stored), so nothing reads
-  // the loaded registers before the S that needs them. The zeroing selects made a piece's last pair wait
-  // ~2-3.5k cycles for the loads where pieces meet (sixty-first session).
-  template <class FragRope>
-  CUTE_DEVICE static void load_rope_operand(const Params& p, int req, int kv_head, int m_tile, int r0, int col0,
-                                            FragRope& tSrQRope) {
-    const int packed0 = m_tile * kBlockM + r0;
-    const Element* rope0 = paged_sm90::q_row<Element>(p, req, kv_head, packed0 < p.rows_per_head ? packed0 : 0);
-    const Element* rope8 =
-        paged_sm90::q_row<Element>(p, req, kv_head, packed0 + 8 < p.rows_per_head ? packed0 + 8 : 0);
-    CUTE_UNROLL
-    for (int i = 0; i < cute::size(tSrQRope); i += 2) {  // column pairs: one 4-byte load
-      const auto pair = *reinterpret_cast<const cute::array<Element, 2>*>(((i >> 1) & 1 ? rope8 : rope0) +
-                                                                          T::kHeadDimV + col0 + 8 * (i >> 2));
-      tSrQRope(i) = pair[0];
-      tSrQRope(i + 1) = pair[1];
-    }
-  }
-
   CUTE_DEVICE static void run(const Params& p, const CUtensorMap* kv_map, const CUtensorMap* q_map) {
     extern __shared__ __align__(1024) char smem_raw[];
     auto& smem = *reinterpret_cast<SharedStorage*>(smem_raw);
@@ -259,7 +239,7 @@ struct Kernel {
         if (kWG == 1 && elected)
           paged_sm90::load_q_tma<T, false>(p, q_map, &smem.q_ready, smem.q.data(), nullptr, req, kv_head(),
                                            m_tile());
-        load_rope_operand(p, req, kv_head(), m_tile(), sm90::opaque(r0), col0, tSrQRope);
+        paged_sm90::load_rope_operand<T, false>(p, req, kv_head(), m_tile(), sm90::opaque(r0), col0, tSrQRope);
       }
       FullBarrier::wait(&smem.q_ready, piece & 1);
       int next_req = -1;  // the part's next piece (found under the first S), -1: none
@@ -337,7 +317,8 @@ struct Kernel {
         // has published P_a (smem.q is free then). The loads land under this pair.
         if constexpr (kLast)
           if (next_req >= 0)
-            load_rope_operand(p, next_req, kv_head(), m_tile(), sm90::opaque(r0), col0, tSrQRope);
+            paged_sm90::load_rope_operand<T, false>(p, next_req, kv_head(), m_tile(), sm90::opaque(r0), col0,
+                                                    tSrQRope);
         if constexpr (kWG == 0) {
           float m_a[2], s_a[2], sum[2];
           softmax(a, run_max, m_a, s_a, sum, mask);
