@@ -14,7 +14,9 @@
 // v4 over v3: the copies leave the consumers' path. Issued by the consumer that freed a group (v3), a
 // page's nine TMA issues and their branch cost ~200 cycles a page in a probe of the order with nothing
 // else in it; from a producer ~20 (README.md). Amended (sixtieth session): P_a is published at max_a and
-// warpgroup 1 multiplies it before its softmax of b, so buffer 0 is free earlier in the pair.
+// warpgroup 1 multiplies it before its softmax of b, so buffer 0 is free earlier in the pair. Amended
+// (sixty-second session): a finished piece's rows go out through the warpgroup's P tile in whole
+// 128-byte row segments.
 
 #include <cstdint>
 
@@ -75,7 +77,7 @@ struct Traits : paged_sm90::TileConstants,
   // Named barriers (ids after CUTLASS's reserved ones). The hand-offs of a pair: 128 threads
   // arrive, the other consumer warpgroup's 128 wait.
   enum Barrier : std::uint32_t {
-    kWarpgroupSync = 1,   // + warpgroup index: V tail zeroed before the warpgroup's P V
+    kWarpgroupSync = 1,   // + warpgroup index: V tail zeroed before its P V; rows staged in its P tile
     kPaReady = 5,         // warpgroup 0 -> 1: max_a, scale_a and P_a (at max_a) stored
     kPbReady = 6          // warpgroup 1 -> 0: P_b stored, its P_a V done
   };
