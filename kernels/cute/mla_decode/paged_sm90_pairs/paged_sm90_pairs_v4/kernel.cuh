@@ -81,7 +81,7 @@ struct Kernel {
   CUTE_DEVICE static void write_through_p_tile(const Params& p, int req, int kv_head, int m_tile, int part, int r0,
                                                int col0, int col_base, bool writes_lse, const float (&row_max)[2],
                                                const float (&row_sum)[2], const FragO& tOrO, Element* tile,
-                                               int wg_thread, int lane, int barrier) {
+                                               int wg_thread, int barrier) {
     const paged_sm90::PieceRequest request{p.schedule.requests[req], p.seqlens[req]};
     const RequestSplit& rs = request.split;
     const bool split = rs.num_splits > 1;
@@ -123,7 +123,7 @@ struct Kernel {
       auto rows = cute::make_tensor<Element>(cute::Shape<cute::Int<32>>{});
       CUTE_UNROLL
       for (int i = 0; i < 32; ++i) rows(i) = static_cast<Element>(tOrO(32 * m + i) * inv[(i >> 1) & 1]);
-      paged_sm90::store_p<T, false>(tile, rows, (wg_thread / 32) * 16, lane);
+      paged_sm90::store_p<T, false>(tile, rows, (wg_thread / 32) * 16, wg_thread % 32);
       NamedBarrier::sync(128, barrier);
       CUTE_UNROLL
       for (int j = 0; j < 4; ++j) {
@@ -523,7 +523,7 @@ struct Kernel {
       // warpgroups are past their last P V (the row-sum hand-off), so each P tile is free.
       write_through_p_tile(p, sm90::opaque(req), kv_head(), m_tile(), blockIdx.y, sm90::opaque(r0),
                            sm90::opaque(col0), kWG * T::kVColsPerWarpgroup, kWG == 0 && col0 == 0, run_max,
-                           row_sum, tOrO, smem.p[kWG].data(), wg_thread, lane, T::kWarpgroupSync + kWG);
+                           row_sum, tOrO, smem.p[kWG].data(), wg_thread, T::kWarpgroupSync + kWG);
     });
   }
 };
