@@ -36,7 +36,11 @@ struct Traits : paged_sm90::TileConstants,
   static constexpr int kConsumerThreads = 128 * kWarpgroups;
   static constexpr int kThreads = kConsumerThreads + 128;
   static constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;  // setmaxnreg
-  static_assert(kProducerRegisters * 128 + kConsumerRegisters * kConsumerThreads <= 65536);
+  // The bound is the registers the CTA was launched with (168 a thread: 65,536 / 384 rounded down to 8),
+  // not the SM's 65,536: setmaxnreg's increase waits for the pool to hold them, and past it never returns
+  // (a 48 / 232 split hung every call, sixty-third session).
+  static constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;
+  static_assert(kProducerRegisters * 128 + kConsumerRegisters * kConsumerThreads <= kLaunchRegisters * kThreads);
   static constexpr int kStages = 2;  // KV buffers: page a, page b
 
   // Column group 0 of a buffer is chunks [0, kGroupSplit) (warpgroup 0's V half), group 1 the rest.
