@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/variant-lib: refuses what it cannot build with a clear message, and builds a library whose one
-# kernel version was compiled with the given options and which exports what the tree's library exports.
+# kernel version was compiled with the given options and which exports what the tree's library exports;
+# with --only, a library of the named targets alone.
 # (--no-build: the test uses the tree ctest runs in and never builds it.)
 # Usage: variant_lib_test.sh <repo root> <build dir> <kernel target>
 set -u
@@ -34,4 +35,22 @@ else
   echo "FAIL: the variant library is missing or exports other symbols"; fail=1
 fi
 [[ -f "$out/libcutelab_runtime.so" ]] && echo "ok: the runtime library beside it" || { echo "FAIL: no runtime library in $out"; fail=1; }
+
+# --only: a library of the named targets alone (here the tree's objects: no options), whose registry holds the
+# target's kernels and nothing else; a missing dependency fails the link, an unknown target is refused.
+expect_error "an unknown --only target is refused" "--only no_such_target: no such target" --build-dir "$build" --target "$target" --out "$out-only" --only no_such_target
+expect_error "a subset missing a dependency fails at the link" "the undefined symbols above name a target to add" --build-dir "$build" --target "$target" --out "$out-only" --only mla_decode_split
+rm -rf "$out-only"
+common="${target#baseline_}"; common="${common%%_*}_common"  # baseline_elementwise_scalar_v1 -> elementwise_common
+if ! "$tool" --no-build --build-dir "$build" --target "$target" --out "$out-only" --only "$common"; then
+  echo "FAIL: the --only build failed"; exit 1
+fi
+names="$(LD_LIBRARY_PATH="$out-only" "$build/bin/cutelab" list --names 2>&1)"
+all="$(LD_LIBRARY_PATH="$build/lib" "$build/bin/cutelab" list --names 2>&1)"
+if [[ -n "$names" && "$(wc -l <<< "$names")" -lt "$(wc -l <<< "$all")" ]] && grep -qxF -f <(echo "$names") <(echo "$all") \
+   && ! grep -q "/mla_decode/" <<< "$names"; then
+  echo "ok: the --only library registers only its targets' kernels ($(tr '\n' ' ' <<< "$names"))"
+else
+  echo "FAIL: the --only library lists: $names"; fail=1
+fi
 exit $fail
